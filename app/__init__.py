@@ -1,0 +1,1 @@
+"""sealtop console: Textual screens and widgets on top of the Engine API."""

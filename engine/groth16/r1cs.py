@@ -1,0 +1,116 @@
+"""The R1CS type every circuit compiles to and every prover reads.
+
+Variables are ordered z = [1, public inputs..., aux (private) wires...]; ``num_inputs`` counts
+the constant one plus the public inputs (bellman's convention). A, B and C are CSR matrices with
+one row per constraint; coefficients are Fr elements in the storage layout (Montgomery,
+``uint64[nnz, 4]``). As bellman does, :func:`with_input_constraints` appends one constraint
+``x_i · 0 = 0`` per input (the constant one included), which keeps the input polynomials
+linearly independent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CSR:
+    """A sparse matrix in CSR form with Fr coefficients (Montgomery, uint64[nnz, 4])."""
+
+    indptr: np.ndarray  # int64[rows + 1]
+    indices: np.ndarray  # int32[nnz], column (variable) index
+    data: np.ndarray  # uint64[nnz, 4]
+
+    @property
+    def rows(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    def check(self, num_vars: int, name: str) -> None:
+        if self.indptr.ndim != 1 or self.indptr[0] != 0 or np.any(np.diff(self.indptr) < 0):
+            raise ValueError(f"R1CS matrix {name}: indptr is not a valid CSR row pointer")
+        if self.indices.shape != (self.nnz,) or self.data.shape != (self.nnz, 4):
+            raise ValueError(f"R1CS matrix {name}: indices/data do not match indptr")
+        if self.nnz and (self.indices.min() < 0 or self.indices.max() >= num_vars):
+            raise ValueError(f"R1CS matrix {name}: a column index is out of range")
+
+
+@dataclass(frozen=True)
+class R1CS:
+    """A rank-1 constraint system: (A·z) ∘ (B·z) = C·z over Fr."""
+
+    num_inputs: int  # the constant one + public inputs
+    num_aux: int
+    A: CSR
+    B: CSR
+    C: CSR
+
+    @property
+    def num_vars(self) -> int:
+        return self.num_inputs + self.num_aux
+
+    @property
+    def num_constraints(self) -> int:
+        return self.A.rows
+
+    @property
+    def nnz(self) -> int:
+        return self.A.nnz + self.B.nnz + self.C.nnz
+
+    def check(self) -> None:
+        """Raise ValueError with one clear line if the shapes are inconsistent."""
+        if self.num_inputs < 1:
+            raise ValueError("R1CS must have at least the constant-one input")
+        for name, m in (("A", self.A), ("B", self.B), ("C", self.C)):
+            m.check(self.num_vars, name)
+            if m.rows != self.A.rows:
+                raise ValueError(f"R1CS matrix {name} has {m.rows} rows, A has {self.A.rows}")
+
+    def digest(self) -> bytes:
+        """SHA-256 over the shape and the three matrices: identifies the circuit in key files."""
+        h = hashlib.sha256()
+        h.update(b"sealtop-r1cs-v1")
+        h.update(np.array([self.num_inputs, self.num_aux, self.num_constraints], "<i8").tobytes())
+        for m in (self.A, self.B, self.C):
+            h.update(np.ascontiguousarray(m.indptr, "<i8").tobytes())
+            h.update(np.ascontiguousarray(m.indices, "<i4").tobytes())
+            h.update(np.ascontiguousarray(m.data, "<u8").tobytes())
+        return h.digest()
+
+
+def _append_rows(m: CSR, rows: list[list[tuple[int, np.ndarray]]]) -> CSR:
+    indptr = list(m.indptr)
+    idx = [m.indices]
+    dat = [m.data]
+    for row in rows:
+        indptr.append(indptr[-1] + len(row))
+        if row:
+            idx.append(np.array([c for c, _ in row], np.int32))
+            dat.append(np.stack([v for _, v in row]).astype(np.uint64))
+    return CSR(
+        np.array(indptr, np.int64),
+        np.concatenate(idx).astype(np.int32),
+        np.concatenate(dat).reshape(-1, 4).astype(np.uint64),
+    )
+
+
+def with_input_constraints(r: R1CS, one_mont: np.ndarray) -> R1CS:
+    """Append bellman's ``x_i · 0 = 0`` for every input i (the constant one included).
+
+    one_mont: Fr one in Montgomery form, uint64[4].
+    """
+    a_rows = [[(i, one_mont)] for i in range(r.num_inputs)]
+    empty: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(r.num_inputs)]
+    return R1CS(
+        r.num_inputs,
+        r.num_aux,
+        _append_rows(r.A, a_rows),
+        _append_rows(r.B, empty),
+        _append_rows(r.C, empty),
+    )

@@ -1,0 +1,78 @@
+"""The Backend interface: the few bulk operations a Groth16 prover needs, over the shared layout.
+
+Every array is in design.md's storage layout: Fr ``uint64[n, 4]``, G1 affine ``uint64[n, 12]``
+(x then y, Fp Montgomery), G2 affine ``uint64[n, 24]`` (x.c0, x.c1, y.c0, y.c1); the point at
+infinity is all zeros. Scalars are Fr in Montgomery form, exactly as stored, so a buffer moves
+between backends without conversion and both backends give bit-identical results.
+
+``cpu`` (numba) is always present; ``cuda`` (CuPy RawKernels) reports itself unavailable, with a
+reason, where there is no GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised by get_backend when the named backend cannot run here; the message says why."""
+
+
+class Backend(Protocol):
+    name: str
+
+    # Fr vectors (elementwise; same shapes in and out)
+    def fr_add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+    def fr_sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+    def fr_mul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+    def fr_sqr(self, a: np.ndarray) -> np.ndarray: ...
+    def fr_batch_inv(self, a: np.ndarray) -> np.ndarray: ...
+
+    # NTT over Fr, natural order in and out; n a power of two.
+    # coset=True evaluates on FR_COSET_SHIFT·<omega> (forward) or interpolates from it (inverse).
+    def ntt(self, a: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray: ...
+
+    # Keep a point table where the MSMs run (device memory for cuda; the array itself for cpu).
+    def resident(self, points: np.ndarray) -> Any: ...
+
+    # Multi-scalar multiplication: sum_i scalars[i] * points[i], returned affine.
+    def msm_g1(self, points: Any, scalars: np.ndarray) -> np.ndarray: ...
+    def msm_g2(self, points: Any, scalars: np.ndarray) -> np.ndarray: ...
+
+    # Fixed-base multiplication: out[i] = scalars[i] * base, affine (used by setup).
+    def fixed_base_g1(self, base: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...
+    def fixed_base_g2(self, base: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...
+
+
+def cuda_unavailable_reason() -> str | None:
+    """None when the cuda backend can run here, else one line saying why not."""
+    try:
+        import cupy  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        return f"cupy is not importable ({type(exc).__name__}: {exc})".splitlines()[0]
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        return f"no usable CUDA driver ({type(exc).__name__})"
+    if n == 0:
+        return "no CUDA device present"
+    return None
+
+
+def get_backend(name: str = "auto") -> Backend:
+    """Return the named backend: ``cpu``, ``cuda``, or ``auto`` (cuda where it can run, else cpu)."""
+    if name not in ("cpu", "cuda", "auto"):
+        raise BackendUnavailable(f"unknown backend {name!r} (choose cpu, cuda or auto)")
+    if name in ("cuda", "auto"):
+        reason = cuda_unavailable_reason()
+        if reason is None:
+            from kernels.cuda.backend import CudaBackend
+
+            return CudaBackend()
+        if name == "cuda":
+            raise BackendUnavailable(f"cuda backend unavailable: {reason}")
+    from kernels.cpu.backend import CpuBackend
+
+    return CpuBackend()

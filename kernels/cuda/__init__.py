@@ -1,0 +1,1 @@
+"""GPU backend: CUDA sources loaded with cupy.RawModule."""
