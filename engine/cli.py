@@ -1,0 +1,477 @@
+"""The headless verbs: ``sealtop VERB`` and ``python -m engine VERB``.
+
+    setup    make a proving key file and a verification key for a built-in example circuit
+    prove    prove with a proving key file (reads only the key, the R1CS and the witness)
+    verify   check a proof with py_arkworks_bls12381's pairing (never our own arithmetic)
+    export   write snarkjs JSON (verification_key.json, proof.json, public.json)
+    bench    kernels (delegates to kernels.bench) | prove (full proofs vs snarkjs)
+
+Each verb is one ``_add_VERB(subparsers)`` function that registers its arguments and handler;
+adding a verb means adding one function to VERBS (bench sub-verbs: BENCH_VERBS). Bad input
+gives one line on stderr and exit 2; a rejected proof exits 1; never a traceback (set
+SEALTOP_DEBUG=1 to see one for an unexpected error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+PROG = "sealtop"
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+# snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (../shared/anchors.md), by log2 size
+SNARKJS_PROVE_S = {10: 1.36, 12: 2.39, 14: 6.19, 16: 17.77}
+
+
+class CliError(Exception):
+    """A user-facing failure: the message is printed as one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line instead of usage + message."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- shared argument helpers
+def _add_circuit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--circuit", choices=("cubic", "chain"), default="chain",
+                   help="built-in example: cubic (x^3 + x + 5 = y) or chain (n multiplications); default chain")
+    p.add_argument("--n", type=int, default=None, metavar="N",
+                   help="chain: number of multiplications (constraints = N + 2)")
+    p.add_argument("--log-constraints", type=int, default=None, metavar="K",
+                   help="chain: pick N so the circuit has exactly 2^K constraints")
+
+
+def _circuit(args: argparse.Namespace):
+    from engine.groth16 import examples
+
+    if args.circuit == "chain":
+        if args.n is None and args.log_constraints is None:
+            raise CliError("the chain circuit needs --n N or --log-constraints K")
+        if args.log_constraints is not None:
+            if not 2 <= args.log_constraints <= 26:
+                raise CliError(f"--log-constraints must be in 2..26, got {args.log_constraints}")
+            return examples.chain_for_constraints(1 << args.log_constraints)
+        if args.n < 1:
+            raise CliError(f"--n must be at least 1, got {args.n}")
+    return examples.build(args.circuit, args.n)
+
+
+def _backend(name: str):
+    from kernels.backend import get_backend
+
+    return get_backend(name)
+
+
+def _add_backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="kernel backend (default auto: cuda where it runs, else cpu)")
+
+
+def _read_public(path: str) -> list[int]:
+    try:
+        with open(path) as f:
+            obj = json.load(f)
+    except OSError as exc:
+        raise CliError(f"cannot read public inputs {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise CliError(f"public inputs {path} are not valid JSON") from None
+    if not isinstance(obj, list):
+        raise CliError(f"public inputs {path} must be a JSON list of decimal strings")
+    out = []
+    for v in obj:
+        try:
+            out.append(int(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None)
+        except ValueError:
+            out.append(None)
+        if out[-1] is None:
+            raise CliError(f"public inputs {path}: {v!r} is not an integer")
+    return out
+
+
+def _read_proof(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read proof {path}: {exc.strerror or exc}") from None
+
+
+def _write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    import tempfile
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- setup
+def _add_setup(sub) -> None:
+    p = sub.add_parser("setup", help="make a proving key and verification key (INSECURE test parameters)",
+                       description="Deterministic Groth16 setup from a seed for a built-in circuit. "
+                       "The parameters are INSECURE TEST PARAMETERS: anyone with the seed can forge proofs.")
+    _add_circuit_args(p)
+    p.add_argument("--seed", default="sealtop", help="seed for the toxic waste (default 'sealtop')")
+    p.add_argument("--pk", default=None, metavar="FILE", help="proving key file to write (default CIRCUIT.pk)")
+    p.add_argument("--vk", default=None, metavar="FILE", help="verification key to write (default CIRCUIT.vk.json)")
+    _add_backend_arg(p)
+    p.set_defaults(func=_cmd_setup)
+
+
+def _cmd_setup(args: argparse.Namespace) -> int:
+    from engine.groth16.keyfile import save_proving_key
+    from engine.groth16.setup import INSECURE_LABEL, setup
+    from engine.groth16.vkey import save_vk, verifying_key
+
+    circuit = _circuit(args)
+    pk_path = Path(args.pk or f"{circuit.name}.pk")
+    vk_path = Path(args.vk or f"{circuit.name}.vk.json")
+    for p in (pk_path, vk_path):
+        if not p.parent.is_dir():
+            raise CliError(f"folder {p.parent} does not exist")
+    be = _backend(args.backend)
+    r1cs = circuit.r1cs
+    _say(f"WARNING: {INSECURE_LABEL}: the toxic waste is derived from the seed; never use these keys for real proofs")
+    _say(f"setup {circuit.name}: {r1cs.num_constraints} constraints, {r1cs.num_vars} variables, backend {be.name}")
+    t = time.perf_counter()
+    pk = setup(r1cs, args.seed, be, progress=lambda m: _say(f"  {m}"))
+    save_proving_key(pk, pk_path)
+    save_vk(verifying_key(pk), vk_path)
+    print(f"{INSECURE_LABEL}: wrote {pk_path} ({pk_path.stat().st_size / 2**20:.1f} MiB) and {vk_path} "
+          f"in {time.perf_counter() - t:.2f} s")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- prove
+def _add_prove(sub) -> None:
+    p = sub.add_parser("prove", help="prove with a proving key file",
+                       description="Build the example witness from --x and prove it with the key file.")
+    _add_circuit_args(p)
+    p.add_argument("--pk", required=True, metavar="FILE", help="proving key file (from setup)")
+    p.add_argument("--x", default=None, help="the private input x (decimal; default random)")
+    p.add_argument("--proof", default="proof.bin", metavar="FILE", help="192-byte proof to write (default proof.bin)")
+    p.add_argument("--public", default="public.json", metavar="FILE",
+                   help="public inputs to write, JSON list of decimal strings (default public.json)")
+    p.add_argument("--no-precheck", action="store_true", help="skip the witness pre-check (a∘b = c)")
+    p.add_argument("--no-checksum", action="store_true", help="skip the key file checksum check")
+    _add_backend_arg(p)
+    p.set_defaults(func=_cmd_prove)
+
+
+def _cmd_prove(args: argparse.Namespace) -> int:
+    from engine.groth16.examples import public_inputs
+    from engine.groth16.keyfile import load_proving_key
+    from engine.groth16.prove import prove
+    from engine.groth16.vkey import write_json_atomic
+    from kernels.constants import R_MOD
+
+    circuit = _circuit(args)
+    try:
+        x = secrets.randbelow(R_MOD) if args.x is None else int(args.x, 0)
+    except ValueError:
+        raise CliError(f"--x must be an integer, got {args.x!r}") from None
+    pk = load_proving_key(args.pk, verify_checksum=not args.no_checksum)
+    be = _backend(args.backend)
+    z = circuit.witness(x)
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    proof = prove(pk, circuit.r1cs, z, be, precheck=not args.no_precheck, timings=timings)
+    wall = time.perf_counter() - t
+    _write_bytes_atomic(args.proof, proof)
+    write_json_atomic(args.public, [str(v) for v in public_inputs(circuit.r1cs, z)])
+    parts = " ".join(f"{k}={v:.0f}ms" for k, v in timings.items())
+    label = " with INSECURE TEST PARAMETERS" if pk.insecure else ""
+    print(f"proved {circuit.name}{label} in {wall:.2f} s ({be.name}): wrote {args.proof} and {args.public}  [{parts}]")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- verify
+def _add_verify(sub) -> None:
+    p = sub.add_parser("verify", help="verify a proof (py_arkworks_bls12381 pairing)",
+                       description="Exit 0 if the proof is valid, 1 if it is rejected, 2 on bad input.")
+    p.add_argument("--vk", required=True, metavar="FILE", help="verification key JSON (from setup)")
+    p.add_argument("--proof", default="proof.bin", metavar="FILE", help="192-byte proof (default proof.bin)")
+    p.add_argument("--public", default="public.json", metavar="FILE", help="public inputs JSON (default public.json)")
+    p.set_defaults(func=_cmd_verify)
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from engine.groth16.verify import decodes, verify
+    from engine.groth16.vkey import load_vk
+
+    vk = load_vk(args.vk)
+    public = _read_public(args.public)
+    proof = _read_proof(args.proof)
+    problem = decodes(proof)
+    if problem is not None:
+        raise CliError(f"malformed proof {args.proof}: {problem}")
+    if verify(vk, public, proof):
+        print("valid: the proof verifies" + (" (INSECURE TEST PARAMETERS)" if vk.insecure else ""))
+        return EXIT_OK
+    print("INVALID: the proof does not verify for these public inputs and key")
+    return EXIT_REJECTED
+
+
+# ---------------------------------------------------------------- export
+def _add_export(sub) -> None:
+    p = sub.add_parser("export", help="write snarkjs JSON for a key, proof and public inputs",
+                       description="Writes verification_key.json, and with --proof, proof.json and public.json.")
+    p.add_argument("--vk", required=True, metavar="FILE", help="verification key JSON (from setup)")
+    p.add_argument("--proof", default=None, metavar="FILE", help="192-byte proof to export")
+    p.add_argument("--public", default=None, metavar="FILE", help="public inputs JSON to export")
+    p.add_argument("--out-dir", default=".", metavar="DIR", help="where to write the snarkjs files (default .)")
+    p.set_defaults(func=_cmd_export)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from engine.groth16 import snarkjs
+    from engine.groth16.serialize import ProofFormatError
+    from engine.groth16.vkey import load_vk, write_json_atomic
+
+    out = Path(args.out_dir)
+    if not out.is_dir():
+        raise CliError(f"folder {out} does not exist")
+    vk = load_vk(args.vk)
+    try:
+        files = {"verification_key.json": snarkjs.vk_json(vk)}
+    except ProofFormatError as exc:
+        raise CliError(f"bad verification key {args.vk}: {exc}") from None
+    if args.proof:
+        try:
+            files["proof.json"] = snarkjs.proof_json(_read_proof(args.proof))
+        except ProofFormatError as exc:
+            raise CliError(f"malformed proof {args.proof}: {exc}") from None
+    if args.public:
+        public = _read_public(args.public)
+        if len(public) != vk.n_public:
+            raise CliError(f"the key has {vk.n_public} public inputs, {args.public} lists {len(public)}")
+        files["public.json"] = snarkjs.public_json(public)
+    for name, obj in files.items():
+        write_json_atomic(out / name, obj)
+    print(f"wrote {', '.join(str(out / n) for n in files)} (snarkjs groth16, curve bls12381)")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- bench
+def _add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="benchmarks: kernels | prove",
+                       description="Benchmarks. `sealtop bench kernels --help` and `sealtop bench prove --help`.")
+    bsub = p.add_subparsers(dest="bench_verb", metavar="WHAT", parser_class=_Parser)
+    bsub.required = True
+    for add in BENCH_VERBS:
+        add(bsub)
+
+
+def _add_bench_kernels(bsub) -> None:
+    p = bsub.add_parser("kernels", help="time the kernels alone (delegates to python -m kernels.bench)",
+                        add_help=False, description="See `python -m kernels.bench --help`.")
+    p.set_defaults(func=_cmd_bench_kernels, passthrough=True)
+
+
+def _cmd_bench_kernels(args: argparse.Namespace) -> int:
+    from kernels import bench
+
+    return int(bench.main(args.extra, prog=f"{PROG} bench kernels") or 0)
+
+
+def _add_bench_prove(bsub) -> None:
+    p = bsub.add_parser("prove", help="full prove of 2^k-constraint chains, with the ratio to snarkjs",
+                        description="Full proofs (key load with checksum, evaluation, NTTs, MSMs, assembly) of "
+                        "multiplication chains with exactly 2^k constraints. Keys are made once (INSECURE test "
+                        "parameters) and cached. The figure is the median wall time; snarkjs's anchor is its "
+                        "median `groth16 prove` wall time on the same 2-core machine (../shared/anchors.md).")
+    p.add_argument("--sizes", default="12,14,16", help="log2 constraint counts, comma-separated (default 12,14,16)")
+    p.add_argument("--repeat", type=int, default=3, help="timed proofs per size after a warm-up (default 3)")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="where keys are cached (default $SEALTOP_PARAMS or ~/.cache/sealtop/params)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _add_backend_arg(p)
+    p.set_defaults(func=_cmd_bench_prove)
+
+
+def _param_dir(arg: str | None) -> Path:
+    d = Path(arg or os.environ.get("SEALTOP_PARAMS") or Path.home() / ".cache" / "sealtop" / "params")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create the key cache {d}: {exc.strerror or exc}") from None
+    return d
+
+
+def cached_key(circuit, backend, cache: Path, seed: str = "sealtop-bench"):
+    """The circuit's proving key from the cache, made (and saved) on first use."""
+    from engine.groth16.keyfile import KeyFileError, load_proving_key, save_proving_key
+    from engine.groth16.setup import INSECURE_LABEL, setup
+
+    path = cache / f"{circuit.name}-{circuit.r1cs.digest().hex()[:16]}.pk"
+    if path.exists():
+        try:
+            return load_proving_key(path), path
+        except KeyFileError as exc:
+            _say(f"  cached key unusable ({exc}); making it again")
+    _say(f"  setup {circuit.name} ({INSECURE_LABEL}), cached at {path}")
+    t = time.perf_counter()
+    pk = setup(circuit.r1cs, seed, backend, progress=lambda m: _say(f"    {m}"))
+    save_proving_key(pk, path)
+    _say(f"  setup done in {time.perf_counter() - t:.1f} s")
+    return load_proving_key(path), path
+
+
+def bench_prove(sizes: Sequence[int], backend, repeat: int, cache: Path,
+                log: Callable[[str], None] = _say) -> list[dict]:
+    """Median full-prove wall time per size, with the kernel-group split and the snarkjs ratio."""
+    from engine.groth16 import examples
+    from engine.groth16.keyfile import load_proving_key
+    from engine.groth16.prove import prove
+    from engine.groth16.verify import verify
+    from engine.groth16.vkey import verifying_key
+    from kernels.constants import R_MOD
+
+    rows = []
+    warm = examples.chain_for_constraints(1 << 6)
+    wpk, _ = cached_key(warm, backend, cache)
+    log("  warm-up (loads or compiles the kernels)")
+    prove(wpk, warm.r1cs, warm.witness(3), backend)
+    for k in sizes:
+        circuit = examples.chain_for_constraints(1 << k)
+        _, path = cached_key(circuit, backend, cache)
+        times, splits, ok = [], [], True
+        for i in range(repeat + 1):
+            z = circuit.witness(secrets.randbelow(R_MOD))
+            tm: dict[str, float] = {}
+            cpu0 = os.times()
+            t = time.perf_counter()
+            pk = load_proving_key(path)
+            tm["load"] = (time.perf_counter() - t) * 1e3
+            proof = prove(pk, circuit.r1cs, z, backend, precheck=False, timings=tm)
+            wall = time.perf_counter() - t
+            cpu1 = os.times()
+            tm["cpu"] = (cpu1.user - cpu0.user + cpu1.system - cpu0.system) * 1e3
+            if i == 0:  # the first run at a size warms the page cache and NTT tables
+                ok = verify(verifying_key(pk), examples.public_inputs(circuit.r1cs, z), proof)
+                continue
+            times.append(wall)
+            splits.append(tm)
+            log(f"  2^{k}: run {i}: {wall:.2f} s wall, {tm['cpu'] / 1e3:.2f} s cpu")
+        med = statistics.median(times)
+        mid = splits[times.index(sorted(times)[len(times) // 2])]
+        anchor = SNARKJS_PROVE_S.get(k)
+        rows.append({
+            "log_constraints": k,
+            "constraints": circuit.r1cs.num_constraints,
+            "prove_s": round(med, 3),
+            "cpu_s": round(mid["cpu"] / 1e3, 3),
+            "snarkjs_s": anchor,
+            "ratio": round(med / anchor, 3) if anchor else None,
+            "verified": ok,
+            "ms": {key: round(v, 1) for key, v in mid.items()},
+            "backend": backend.name,
+        })
+    return rows
+
+
+def format_bench_prove(rows: Sequence[dict]) -> str:
+    groups = ("load", "eval", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2")
+    head = ["constraints", "prove s", "snarkjs s", "ratio", "cpu s", "verified", *[f"{g} ms" for g in groups]]
+    body = []
+    for r in rows:
+        body.append([
+            f"2^{r['log_constraints']}", f"{r['prove_s']:.2f}",
+            f"{r['snarkjs_s']:.2f}" if r["snarkjs_s"] else "-",
+            f"{r['ratio']:.2f}" if r["ratio"] else "-",
+            f"{r['cpu_s']:.2f}",
+            "yes" if r["verified"] else "NO",
+            *[f"{r['ms'].get(g, 0):.0f}" for g in groups],
+        ])
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)] if body else [len(h) for h in head]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
+    lines.append("prove s: median wall time (key load with checksum, evaluation, NTTs, MSMs, assembly); cpu s: "
+                 "process CPU time of that run (wall well above cpu/cores means the machine is shared).")
+    lines.append("ratio = ours / snarkjs 0.7.6 groth16 prove (wall, 2-core machine, ../shared/anchors.md); "
+                 "below 1.0 is faster. Keys: INSECURE TEST PARAMETERS.")
+    if rows:
+        lines.append(f"backend: {rows[0]['backend']}; host CPUs: {os.cpu_count()}")
+    return "\n".join(lines)
+
+
+def _cmd_bench_prove(args: argparse.Namespace) -> int:
+    try:
+        sizes = [int(s.strip().removeprefix("2^")) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        raise CliError(f"--sizes must be log2 sizes like 12,14,16, got {args.sizes!r}") from None
+    if not sizes or any(not 4 <= k <= 26 for k in sizes):
+        raise CliError("--sizes: each log2 size must be in 4..26")
+    if args.repeat < 1:
+        raise CliError(f"--repeat must be at least 1, got {args.repeat}")
+    be = _backend(args.backend)
+    cache = _param_dir(args.cache_dir)
+    _say(f"bench prove on the {be.name} backend; sizes {', '.join(f'2^{k}' for k in sizes)}")
+    rows = bench_prove(sizes, be, args.repeat, cache)
+    print(json.dumps(rows, indent=2) if args.json else format_bench_prove(rows))
+    return EXIT_OK if all(r["verified"] for r in rows) else EXIT_REJECTED
+
+
+# ---------------------------------------------------------------- registry and main
+VERBS: list[Callable] = [_add_setup, _add_prove, _add_verify, _add_export, _add_bench]
+BENCH_VERBS: list[Callable] = [_add_bench_kernels, _add_bench_prove]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="sealtop headless verbs (Groth16 over BLS12-381).")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    sub.required = True
+    for add in VERBS:
+        add(sub)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passthrough", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
+    verb = " ".join(v for v in (args.verb, getattr(args, "bench_verb", None)) if v)
+    from kernels.backend import BackendUnavailable
+
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print(f"{PROG} {verb}: interrupted", file=sys.stderr)
+        return 130
+    except (CliError, BackendUnavailable, ValueError, OSError) as exc:
+        # KeyFileError, ProofFormatError, WitnessError, KeyMismatchError, VerifyError are ValueErrors
+        print(f"{PROG} {verb}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, unless debugging
+        if os.environ.get("SEALTOP_DEBUG"):
+            raise
+        print(f"{PROG} {verb}: unexpected error: {type(exc).__name__}: {_one_line(exc)} "
+              "(SEALTOP_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1

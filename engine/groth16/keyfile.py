@@ -1,0 +1,263 @@
+"""The proving key file: a versioned header, a checksum, and sections that memory-map as they are.
+
+Layout (all integers little-endian):
+- a 4096-byte header: magic ``SEALTPK1``, format version, flags (bit 0: INSECURE TEST
+  PARAMETERS), the circuit digest (R1CS.digest()), a blake2b-256 checksum, the circuit shape
+  (inputs, aux, constraints, log2 of the domain), the file size and a section table;
+- the sections, each starting on a 4096-byte boundary (page aligned, so the GPU worker can pin
+  and upload them directly), each exactly a storage array: G1 affine ``uint64[n, 12]``, G2 affine
+  ``uint64[n, 24]``.
+
+The checksum covers the header (with the checksum field zeroed) and every byte after it, so a
+flipped bit anywhere is caught. :func:`load_proving_key` maps the sections with numpy, with no
+per-element parsing; every problem is a one-line :class:`KeyFileError`.
+The toxic waste is never part of the file: only the group elements setup derived from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"SEALTPK1"
+VERSION = 1
+ALIGN = 4096
+HEADER_SIZE = 4096
+FLAG_INSECURE = 1
+_HEAD = struct.Struct("<8sIIII32s32sQQQQQ")  # magic ver flags header_size n_sections digest checksum inputs aux constraints log_n file_size
+_ENTRY = struct.Struct("<16sQQQ")  # name offset rows cols(uint64 per row)
+_CHECKSUM_AT = 8 + 4 * 4 + 32
+
+# Section name -> uint64 words per row. Order is the order in the file.
+SECTIONS: dict[str, int] = {
+    "alpha_g1": 12,
+    "beta_g1": 12,
+    "beta_g2": 24,
+    "gamma_g2": 24,
+    "delta_g1": 12,
+    "delta_g2": 24,
+    "ic": 12,  # num_inputs points: (beta u_j + alpha v_j + w_j) / gamma
+    "a": 12,  # num_vars points: u_j(tau)
+    "b_g1": 12,  # num_vars points: v_j(tau)
+    "b_g2": 24,  # num_vars points: v_j(tau)
+    "l": 12,  # num_aux points: (beta u_j + alpha v_j + w_j) / delta
+    "h": 12,  # domain - 1 points: tau^i Z(tau) / delta
+}
+
+
+class KeyFileError(ValueError):
+    """A key file that cannot be used (bad magic, version, truncation, checksum, shape)."""
+
+
+@dataclass
+class ProvingKey:
+    """A Groth16 proving key; arrays are read-only views of the mapped file (or in memory)."""
+
+    num_inputs: int
+    num_aux: int
+    num_constraints: int
+    log_n: int
+    digest: bytes
+    insecure: bool
+    alpha_g1: np.ndarray
+    beta_g1: np.ndarray
+    beta_g2: np.ndarray
+    gamma_g2: np.ndarray
+    delta_g1: np.ndarray
+    delta_g2: np.ndarray
+    ic: np.ndarray
+    a: np.ndarray
+    b_g1: np.ndarray
+    b_g2: np.ndarray
+    l: np.ndarray
+    h: np.ndarray
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def num_vars(self) -> int:
+        return self.num_inputs + self.num_aux
+
+    @property
+    def domain_size(self) -> int:
+        return 1 << self.log_n
+
+    def expected_rows(self) -> dict[str, int]:
+        one = {k: 1 for k in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1", "delta_g2")}
+        return one | {
+            "ic": self.num_inputs,
+            "a": self.num_vars,
+            "b_g1": self.num_vars,
+            "b_g2": self.num_vars,
+            "l": self.num_aux,
+            "h": self.domain_size - 1,
+        }
+
+    def check(self) -> None:
+        """Raise KeyFileError unless every section has the shape the circuit shape implies."""
+        for name, rows in self.expected_rows().items():
+            arr = getattr(self, name)
+            if arr.shape != (rows, SECTIONS[name]) or arr.dtype != np.uint64:
+                raise KeyFileError(
+                    f"proving key section {name} has shape {list(arr.shape)}, expected [{rows}, {SECTIONS[name]}]"
+                )
+
+    def nbytes(self) -> int:
+        return sum(getattr(self, k).nbytes for k in SECTIONS)
+
+
+def _align(x: int) -> int:
+    return -(-x // ALIGN) * ALIGN
+
+
+def _layout(pk: ProvingKey) -> tuple[list[tuple[str, int, int, int]], int]:
+    entries, off = [], HEADER_SIZE
+    for name, cols in SECTIONS.items():
+        rows = getattr(pk, name).shape[0]
+        entries.append((name, off, rows, cols))
+        off = _align(off + rows * cols * 8)
+    return entries, off
+
+
+def _header(pk: ProvingKey, entries: list[tuple[str, int, int, int]], size: int, checksum: bytes) -> bytes:
+    head = _HEAD.pack(
+        MAGIC,
+        VERSION,
+        FLAG_INSECURE if pk.insecure else 0,
+        HEADER_SIZE,
+        len(entries),
+        pk.digest,
+        checksum,
+        pk.num_inputs,
+        pk.num_aux,
+        pk.num_constraints,
+        pk.log_n,
+        size,
+    )
+    table = b"".join(_ENTRY.pack(n.encode(), o, r, c) for n, o, r, c in entries)
+    out = head + table
+    return out + bytes(HEADER_SIZE - len(out))
+
+
+def save_proving_key(pk: ProvingKey, path: str | os.PathLike) -> None:
+    """Write the key to ``path`` atomically (a temp file in the same folder, then os.replace)."""
+    pk.check()
+    path = Path(path)
+    entries, size = _layout(pk)
+    h = hashlib.blake2b(digest_size=32)
+    header = _header(pk, entries, size, bytes(32))
+    h.update(header)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(header)
+            pos = HEADER_SIZE
+            for name, off, _rows, _cols in entries:
+                pad = bytes(off - pos)
+                data = np.ascontiguousarray(getattr(pk, name), dtype="<u8").tobytes()
+                h.update(pad)
+                h.update(data)
+                f.write(pad)
+                f.write(data)
+                pos = off + len(data)
+            tail = bytes(size - pos)
+            h.update(tail)
+            f.write(tail)
+            f.seek(_CHECKSUM_AT)
+            f.write(h.digest())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _checksum(buf: mmap.mmap | bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=32)
+    view = memoryview(buf)
+    h.update(view[:_CHECKSUM_AT])
+    h.update(bytes(32))
+    step = 1 << 24
+    for i in range(_CHECKSUM_AT + 32, len(view), step):
+        h.update(view[i : i + step])
+    view.release()
+    return h.digest()
+
+
+def read_header(path: str | os.PathLike) -> dict:
+    """The header fields of a proving key file (no checksum check), for `info`-style output."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(HEADER_SIZE)
+    except OSError as exc:
+        raise KeyFileError(f"cannot read proving key {path}: {exc.strerror or exc}") from None
+    if not raw or raw[:8] != MAGIC[: len(raw)]:
+        raise KeyFileError(f"{path} is not a sealtop proving key (bad magic)")
+    if len(raw) >= 12 and (ver := int.from_bytes(raw[8:12], "little")) != VERSION:
+        raise KeyFileError(f"{path}: proving key format version {ver}, this build reads version {VERSION}")
+    if len(raw) < HEADER_SIZE:
+        raise KeyFileError(f"{path}: proving key is truncated ({len(raw)} bytes, shorter than its header)")
+    magic, ver, flags, hsize, nsec, digest, checksum, ni, na, nc, log_n, size = _HEAD.unpack_from(raw)
+    if hsize != HEADER_SIZE or nsec != len(SECTIONS):
+        raise KeyFileError(f"{path}: proving key header is malformed")
+    entries = []
+    for i in range(nsec):
+        name, off, rows, cols = _ENTRY.unpack_from(raw, _HEAD.size + i * _ENTRY.size)
+        entries.append((name.rstrip(b"\0").decode("ascii", "replace"), off, rows, cols))
+    return {
+        "version": ver,
+        "insecure": bool(flags & FLAG_INSECURE),
+        "digest": digest,
+        "checksum": checksum,
+        "num_inputs": ni,
+        "num_aux": na,
+        "num_constraints": nc,
+        "log_n": log_n,
+        "file_size": size,
+        "sections": entries,
+    }
+
+
+def load_proving_key(path: str | os.PathLike, verify_checksum: bool = True) -> ProvingKey:
+    """Map a proving key file; sections are read-only numpy views of the mapping (no copy)."""
+    path = Path(path)
+    head = read_header(path)
+    actual = path.stat().st_size
+    if actual < head["file_size"]:
+        raise KeyFileError(f"{path}: proving key is truncated ({actual} of {head['file_size']} bytes)")
+    if actual > head["file_size"]:
+        raise KeyFileError(f"{path}: proving key has {actual - head['file_size']} unexpected trailing bytes")
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if verify_checksum and _checksum(mm) != head["checksum"]:
+        raise KeyFileError(f"{path}: proving key checksum mismatch (the file is corrupt)")
+    arrays = {}
+    for (name, off, rows, cols), want in zip(head["sections"], SECTIONS.items()):
+        if (name, cols) != want:
+            raise KeyFileError(f"{path}: unexpected section {name!r} in the proving key")
+        if off % ALIGN or off + rows * cols * 8 > actual:
+            raise KeyFileError(f"{path}: section {name} lies outside the file")
+        arrays[name] = np.frombuffer(mm, dtype="<u8", count=rows * cols, offset=off).reshape(rows, cols)
+    pk = ProvingKey(
+        num_inputs=head["num_inputs"],
+        num_aux=head["num_aux"],
+        num_constraints=head["num_constraints"],
+        log_n=head["log_n"],
+        digest=head["digest"],
+        insecure=head["insecure"],
+        path=path,
+        **arrays,
+    )
+    pk.check()
+    return pk

@@ -1,0 +1,230 @@
+"""The Groth16 prover, split where the pipeline splits it.
+
+- :func:`evaluate` (synthesis side, CPU): a = A·z, b = B·z, c = C·z, one Fr value per constraint.
+- :func:`prove_start` (GPU side): H with NTTs on a coset, then the G1 MSMs for H, A, B1 and L.
+  a, b and c are not needed after it returns, so the caller may free them.
+- :func:`prove_finish` (finalize side): the G2 MSM for B, assembly with random r and s, and the
+  192-byte proof.
+
+H: with a(X), b(X), c(X) interpolating a, b, c on <omega> (size n), h = (a·b − c)/Z where
+Z(X) = X^n − 1. On the coset g·<omega>, Z is the constant g^n − 1, so h's coefficients are the
+inverse coset NTT of (a·b − c) evaluated on the coset, times 1/(g^n − 1). That last constant is
+folded into the assembly (it scales the H MSM's result), which keeps every bulk step a plain
+backend operation. Proof assembly likewise uses tiny MSMs instead of separate curve code:
+
+    A = alpha + Σ z_j A_j + r·delta
+    B = beta + Σ z_j B_j + s·delta                 (in G2, and in G1 as B1 for C)
+    C = Σ_aux z_j L_j + Σ h_i H_i + s·A + r·B1 − r·s·delta
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.groth16.examples import ONE_MONT, check_evaluations, check_witness
+from engine.groth16.keyfile import ProvingKey
+from engine.groth16.r1cs import R1CS
+from engine.groth16.serialize import encode_proof_rows
+from engine.groth16.sparse import matvec
+from kernels.backend import Backend
+from kernels.constants import FR_COSET_SHIFT, R_MOD
+from kernels.cpu.convert import from_mont_fr, to_mont_fr
+
+TIMER_GROUPS = ("ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2")
+
+
+class KeyMismatchError(ValueError):
+    """The proving key was made for a different circuit or has the wrong shape."""
+
+
+@dataclass
+class ProveHandle:
+    """What prove_start leaves for prove_finish: accumulated G1 points, r, s, and timings."""
+
+    pk: ProvingKey
+    backend: Backend
+    z: np.ndarray
+    r: int
+    s: int
+    h_scale: int  # 1 / (g^n − 1): the constant folded out of the H coefficients
+    acc_a: np.ndarray  # Σ z_j A_j (G1 row)
+    acc_b1: np.ndarray
+    acc_l: np.ndarray
+    acc_h: np.ndarray  # Σ h'_i H_i, to be scaled by h_scale
+    tables: dict[str, Query]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def evaluate(r1cs: R1CS, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A·z, B·z, C·z): each uint64[num_constraints, 4] (not yet padded to the domain)."""
+    if z.shape != (r1cs.num_vars, 4):
+        raise ValueError(f"witness has shape {list(z.shape)}, the circuit needs [{r1cs.num_vars}, 4]")
+    return matvec(r1cs.A, z), matvec(r1cs.B, z), matvec(r1cs.C, z)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A key query placed where the backend's MSMs run, without its points at infinity.
+
+    Like bellman's density tracking: a variable whose query point is infinity (in the chain
+    circuit, almost every B point) contributes nothing, so neither it nor its scalar goes to the
+    MSM. ``index`` lists the kept rows (None: all rows are kept).
+    """
+
+    points: Any
+    index: np.ndarray | None
+    rows: int  # rows in the key before dropping
+
+    def scalars(self, s: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(s if self.index is None else s[self.index])
+
+
+def _query(table: np.ndarray, backend: Backend, dense_enough: float = 0.9) -> Query:
+    keep = np.flatnonzero(table.any(axis=1))
+    if len(keep) >= dense_enough * len(table):
+        return Query(backend.resident(table), None, len(table))
+    return Query(backend.resident(np.ascontiguousarray(table[keep])), keep, len(table))
+
+
+def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:
+    """The key's queries placed where the backend's MSMs run (once per key, then reused)."""
+    return {k: _query(getattr(pk, k), backend) for k in ("a", "b_g1", "b_g2", "l", "h")}
+
+
+def _pad(x: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n, 4), np.uint64)
+    out[: len(x)] = x
+    return out
+
+
+def _scalar_rows(values: list[int]) -> np.ndarray:
+    return to_mont_fr([v % R_MOD for v in values])
+
+
+def _rows(points: list[np.ndarray]) -> np.ndarray:
+    """A few point rows stacked into one small table for an assembly MSM."""
+    return np.ascontiguousarray(np.stack([np.asarray(p) for p in points]), dtype=np.uint64)
+
+
+def prove_start(
+    pk: ProvingKey,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    z: np.ndarray,
+    backend: Backend,
+    r: int | None = None,
+    s: int | None = None,
+    tables: dict[str, Query] | None = None,
+) -> ProveHandle:
+    """H on a coset, then the G1 MSMs (H, A, B1, L). r and s default to fresh randomness."""
+    n = pk.domain_size
+    if z.shape != (pk.num_vars, 4):
+        raise KeyMismatchError(f"witness has {z.shape[0]} values, the proving key expects {pk.num_vars}")
+    for name, v in (("a", a), ("b", b), ("c", c)):
+        if v.ndim != 2 or v.shape[1] != 4 or v.shape[0] > n:
+            raise KeyMismatchError(f"evaluation vector {name} has shape {list(v.shape)}, domain is {n}")
+    tables = tables if tables is not None else resident_tables(pk, backend)
+    tm: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    coset = []
+    for v in (a, b, c):
+        coeffs = backend.ntt(_pad(v, n), inverse=True)
+        coset.append(backend.ntt(coeffs, coset=True))
+    ab_c = backend.fr_sub(backend.fr_mul(coset[0], coset[1]), coset[2])
+    del coset
+    h = backend.ntt(ab_c, inverse=True, coset=True)
+    del ab_c
+    tm["ntt"] = (time.perf_counter() - t0) * 1e3
+
+    def timed(key: str, fn, *args):
+        t = time.perf_counter()
+        out = fn(*args)
+        tm[key] = (time.perf_counter() - t) * 1e3
+        return out
+
+    ni = pk.num_inputs
+
+    def msm(key: str, q: Query, s: np.ndarray) -> np.ndarray:
+        return timed(key, backend.msm_g1, q.points, q.scalars(s))
+
+    acc_h = msm("msm_h", tables["h"], h[: n - 1])
+    acc_a = msm("msm_a", tables["a"], z)
+    acc_b1 = msm("msm_b1", tables["b_g1"], z)
+    acc_l = msm("msm_l", tables["l"], z[ni:])
+    g_n = pow(FR_COSET_SHIFT, n, R_MOD)
+    return ProveHandle(
+        pk=pk,
+        backend=backend,
+        z=z,
+        r=secrets.randbelow(R_MOD) if r is None else r % R_MOD,
+        s=secrets.randbelow(R_MOD) if s is None else s % R_MOD,
+        h_scale=pow((g_n - 1) % R_MOD, -1, R_MOD),
+        acc_a=np.asarray(acc_a),
+        acc_b1=np.asarray(acc_b1),
+        acc_l=np.asarray(acc_l),
+        acc_h=np.asarray(acc_h),
+        tables=tables,
+        timings_ms=tm,
+    )
+
+
+def prove_finish(handle: ProveHandle) -> bytes:
+    """The G2 MSM for B, assembly with r and s, and the 192-byte compressed proof."""
+    hd, pk, be = handle, handle.pk, handle.backend
+    t = time.perf_counter()
+    q = hd.tables["b_g2"]
+    acc_b2 = be.msm_g2(q.points, q.scalars(hd.z))
+    hd.timings_ms["b2"] = (time.perf_counter() - t) * 1e3
+    r, s = hd.r, hd.s
+
+    proof_a = be.msm_g1(_rows([pk.alpha_g1[0], hd.acc_a, pk.delta_g1[0]]), _scalar_rows([1, 1, r]))
+    proof_b = be.msm_g2(_rows([pk.beta_g2[0], acc_b2, pk.delta_g2[0]]), _scalar_rows([1, 1, s]))
+    b1 = be.msm_g1(_rows([pk.beta_g1[0], hd.acc_b1, pk.delta_g1[0]]), _scalar_rows([1, 1, s]))
+    proof_c = be.msm_g1(
+        _rows([hd.acc_l, hd.acc_h, proof_a, b1, pk.delta_g1[0]]),
+        _scalar_rows([1, hd.h_scale, s, r, -r * s]),
+    )
+    return encode_proof_rows(np.asarray(proof_a), np.asarray(proof_b), np.asarray(proof_c))
+
+
+def public_inputs_of(pk: ProvingKey, z: np.ndarray) -> list[int]:
+    return from_mont_fr(z[1 : pk.num_inputs]) if pk.num_inputs > 1 else []
+
+
+def prove(
+    pk: ProvingKey,
+    r1cs: R1CS,
+    z: np.ndarray,
+    backend: Backend,
+    precheck: bool = True,
+    r: int | None = None,
+    s: int | None = None,
+    timings: dict[str, float] | None = None,
+) -> bytes:
+    """One whole proof. Checks the key matches the circuit, and (unless precheck=False) that z
+    satisfies every constraint. ``timings`` (if given) receives the per-group milliseconds."""
+    if bytes(pk.digest) != r1cs.digest():
+        raise KeyMismatchError("the proving key was made for a different circuit (digest mismatch)")
+    if (pk.num_inputs, pk.num_aux, pk.num_constraints) != (r1cs.num_inputs, r1cs.num_aux, r1cs.num_constraints):
+        raise KeyMismatchError("the proving key's circuit shape does not match the R1CS")
+    if z.shape != (r1cs.num_vars, 4) or (precheck and not np.array_equal(z[0], ONE_MONT)):
+        check_witness(r1cs, z)  # raises with the reason
+    t = time.perf_counter()
+    a, b, c = evaluate(r1cs, z)
+    eval_ms = (time.perf_counter() - t) * 1e3
+    if precheck:
+        check_evaluations(a, b, c)
+    handle = prove_start(pk, a, b, c, z, backend, r=r, s=s)
+    del a, b, c
+    proof = prove_finish(handle)
+    if timings is not None:
+        timings.update(handle.timings_ms)
+        timings["eval"] = eval_ms
+    return proof

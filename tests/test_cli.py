@@ -1,0 +1,159 @@
+"""The headless verbs from the shell: the whole path, --help everywhere, and bad input as one
+line on stderr with a non-zero exit and no traceback."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from kernels.constants import R_MOD
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(args: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=_env())
+
+
+def _env() -> dict:
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess, fragment: str, code: int = 2) -> None:
+    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
+    err = res.stderr.strip()
+    assert "Traceback" not in res.stderr
+    assert len(err.splitlines()) == 1, err
+    assert fragment in err, err
+
+
+@pytest.fixture(scope="module")
+def cubic(tmp_path_factory) -> Path:
+    """setup + prove + verify through the CLI, each in its own process."""
+    d = tmp_path_factory.mktemp("cli")
+    seed = secrets.token_hex(6)
+    res = run(["setup", "--circuit", "cubic", "--seed", seed, "--pk", "c.pk", "--vk", "c.vk.json", "--backend", "cpu"], d)
+    assert res.returncode == 0, res.stderr
+    assert "INSECURE TEST PARAMETERS" in res.stdout and "INSECURE TEST PARAMETERS" in res.stderr
+    x = secrets.randbelow(R_MOD)
+    res = run(["prove", "--circuit", "cubic", "--pk", "c.pk", "--x", str(x), "--backend", "cpu"], d)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((d / "public.json").read_text()) == [str((x**3 + x + 5) % R_MOD)]
+    assert len((d / "proof.bin").read_bytes()) == 192
+    return d
+
+
+def test_setup_prove_verify(cubic: Path) -> None:
+    res = run(["verify", "--vk", "c.vk.json"], cubic)
+    assert res.returncode == 0 and res.stdout.startswith("valid"), (res.stdout, res.stderr)
+
+
+def test_verify_rejects_wrong_public_input(cubic: Path, tmp_path: Path) -> None:
+    pub = json.loads((cubic / "public.json").read_text())
+    (tmp_path / "pub.json").write_text(json.dumps([str((int(pub[0]) + 1) % R_MOD)]))
+    res = run(["verify", "--vk", str(cubic / "c.vk.json"), "--proof", str(cubic / "proof.bin"),
+               "--public", str(tmp_path / "pub.json")], cubic)
+    assert res.returncode == 1 and res.stdout.startswith("INVALID")
+
+
+def test_malformed_proof_bytes(cubic: Path, tmp_path: Path) -> None:
+    (tmp_path / "short.bin").write_bytes((cubic / "proof.bin").read_bytes()[:100])
+    res = run(["verify", "--vk", "c.vk.json", "--proof", str(tmp_path / "short.bin")], cubic)
+    assert_one_line_error(res, "192 bytes")
+    (tmp_path / "junk.bin").write_bytes(b"\x80" + bytes(secrets.token_bytes(191)))
+    res = run(["verify", "--vk", "c.vk.json", "--proof", str(tmp_path / "junk.bin")], cubic)
+    assert res.returncode in (1, 2) and "Traceback" not in res.stderr
+    if res.returncode == 2:
+        assert_one_line_error(res, "malformed proof")
+    res = run(["export", "--vk", "c.vk.json", "--proof", str(tmp_path / "short.bin"), "--out-dir", str(tmp_path)], cubic)
+    assert_one_line_error(res, "192 bytes")
+
+
+def test_truncated_key_file(cubic: Path, tmp_path: Path) -> None:
+    raw = (cubic / "c.pk").read_bytes()
+    (tmp_path / "t.pk").write_bytes(raw[: len(raw) - 1000])
+    res = run(["prove", "--circuit", "cubic", "--pk", str(tmp_path / "t.pk"), "--proof", str(tmp_path / "p"),
+               "--public", str(tmp_path / "q"), "--backend", "cpu"], cubic)
+    assert_one_line_error(res, "truncated")
+    assert not (tmp_path / "p").exists()
+
+
+def test_checksum_mismatch(cubic: Path, tmp_path: Path) -> None:
+    raw = bytearray((cubic / "c.pk").read_bytes())
+    raw[-200] ^= 0x10
+    (tmp_path / "x.pk").write_bytes(bytes(raw))
+    res = run(["prove", "--circuit", "cubic", "--pk", str(tmp_path / "x.pk"), "--proof", str(tmp_path / "p"),
+               "--public", str(tmp_path / "q"), "--backend", "cpu"], cubic)
+    assert_one_line_error(res, "checksum")
+
+
+def test_key_for_another_circuit(cubic: Path, tmp_path: Path) -> None:
+    res = run(["prove", "--circuit", "chain", "--n", "3", "--pk", str(cubic / "c.pk"), "--proof", str(tmp_path / "p"),
+               "--public", str(tmp_path / "q"), "--backend", "cpu"], cubic)
+    assert_one_line_error(res, "different circuit")
+
+
+def test_bad_verification_key_and_public_file(cubic: Path, tmp_path: Path) -> None:
+    (tmp_path / "vk.json").write_text("{not json")
+    assert_one_line_error(run(["verify", "--vk", str(tmp_path / "vk.json")], cubic), "not valid JSON")
+    (tmp_path / "pub.json").write_text('["12", "abc"]')
+    res = run(["verify", "--vk", "c.vk.json", "--public", str(tmp_path / "pub.json")], cubic)
+    assert_one_line_error(res, "not an integer")
+    res = run(["verify", "--vk", "c.vk.json", "--public", str(tmp_path / "missing.json")], cubic)
+    assert_one_line_error(res, "cannot read")
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["nonsense"], "invalid choice"),
+        (["setup", "--circuit", "chain"], "--n"),
+        (["setup", "--circuit", "chain", "--n", "0"], "--n"),
+        (["setup", "--circuit", "square"], "invalid choice"),
+        (["prove", "--circuit", "cubic"], "--pk"),
+        (["prove", "--circuit", "cubic", "--pk", "/nonexistent/k.pk"], "cannot read"),
+        (["verify", "--vk", "x", "--bogus"], "unrecognized"),
+        (["bench", "prove", "--sizes", "abc"], "--sizes"),
+        (["bench", "kernels", "--what", "nope"], "nope"),
+        (["export", "--vk", "x", "--out-dir", "/nonexistent/dir"], "does not exist"),
+    ],
+)
+def test_bad_arguments_in_process(argv: list[str], fragment: str, capsys) -> None:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse errors exit through SystemExit
+        code = exc.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and fragment in err, err
+
+
+def test_every_verb_has_help(capsys) -> None:
+    for argv in (["--help"], ["setup", "--help"], ["prove", "--help"], ["verify", "--help"], ["export", "--help"],
+                 ["bench", "--help"], ["bench", "prove", "--help"], ["bench", "kernels", "--help"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 0, argv
+        assert "usage" in capsys.readouterr().out, argv
+
+
+def test_bench_prove_small(tmp_path: Path, capsys) -> None:
+    code = main(["bench", "prove", "--sizes", "4", "--repeat", "1", "--backend", "cpu", "--cache-dir", str(tmp_path),
+                 "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["constraints"] == 16 and row["verified"] is True and row["prove_s"] > 0
+    assert {"ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2", "load"} <= set(row["ms"])
+    assert len(list(tmp_path.glob("*.pk"))) == 2  # the warm-up circuit's key and the 2^4 key, cached

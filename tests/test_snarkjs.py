@@ -1,0 +1,100 @@
+"""snarkjs JSON export: the encoding checked against the oracle, and where node and npx are
+present, `snarkjs@0.7 groth16 verify` accepts an exported proof and rejects tampered ones."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import py_arkworks_bls12381 as ark
+import pytest
+
+from engine.groth16 import examples, snarkjs
+from engine.groth16.prove import prove
+from engine.groth16.setup import setup
+from engine.groth16.verify import verify
+from engine.groth16.vkey import verifying_key
+from kernels.backend import get_backend
+from kernels.constants import R_MOD
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> dict:
+    be = get_backend("cpu")
+    circuit = examples.chain_circuit(5)
+    pk = setup(circuit.r1cs, secrets.token_hex(8), be)
+    vk = verifying_key(pk)
+    z = circuit.witness(secrets.randbelow(R_MOD))
+    public = examples.public_inputs(circuit.r1cs, z)
+    proof = prove(pk, circuit.r1cs, z, be)
+    assert verify(vk, public, proof)
+    other = prove(pk, circuit.r1cs, circuit.witness(secrets.randbelow(R_MOD)), be)
+    return {"vk": vk, "proof": proof, "public": public, "other_proof": other, "dir": tmp_path_factory.mktemp("sj")}
+
+
+def _xy(pt, n: int) -> list[int]:
+    raw = pt.to_xy_bytes_le()
+    return [int.from_bytes(raw[i : i + 48], "little") for i in range(0, 48 * n, 48)]
+
+
+def test_json_encoding_matches_oracle(exported) -> None:
+    vkj = snarkjs.vk_json(exported["vk"])
+    assert vkj["curve"] == "bls12381" and vkj["protocol"] == "groth16" and vkj["nPublic"] == 1
+    assert len(vkj["IC"]) == 2
+    alpha = ark.G1Point.from_compressed_bytes(exported["vk"].alpha_g1)
+    assert vkj["vk_alpha_1"] == [*map(str, _xy(alpha, 2)), "1"]
+    delta = ark.G2Point.from_compressed_bytes(exported["vk"].delta_g2)
+    x0, x1, y0, y1 = map(str, _xy(delta, 4))
+    assert vkj["vk_delta_2"] == [[x0, x1], [y0, y1], ["1", "0"]]
+    pj = snarkjs.proof_json(exported["proof"])
+    a = ark.G1Point.from_compressed_bytes(exported["proof"][:48])
+    assert pj["pi_a"] == [*map(str, _xy(a, 2)), "1"]
+    assert snarkjs.public_json(exported["public"]) == [str(exported["public"][0])]
+    assert snarkjs.g1_json(None) == ["0", "1", "0"]
+
+
+@lru_cache(maxsize=1)
+def _snarkjs() -> list[str] | None:
+    """The snarkjs command, or None where node/npx are absent or the package cannot be fetched."""
+    npx = shutil.which("npx")
+    if not shutil.which("node") or not npx:
+        return None
+    cmd = [npx, "-y", "snarkjs@0.7"]
+    try:
+        res = subprocess.run([*cmd, "--help"], capture_output=True, text=True, timeout=180)
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    return cmd if "snarkjs@0.7" in (res.stdout + res.stderr) else None
+
+
+def _snarkjs_verify(d: Path, vk: dict, public: list, proof: dict) -> subprocess.CompletedProcess:
+    for name, obj in (("verification_key.json", vk), ("public.json", public), ("proof.json", proof)):
+        (d / name).write_text(json.dumps(obj))
+    cmd = _snarkjs()
+    return subprocess.run([*cmd, "groth16", "verify", "verification_key.json", "public.json", "proof.json"],
+                          cwd=d, capture_output=True, text=True, timeout=120)
+
+
+def _accepted(res: subprocess.CompletedProcess) -> bool:
+    return res.returncode == 0 and "OK" in res.stdout
+
+
+def test_snarkjs_verifies_exported_proof_and_rejects_tampered(exported) -> None:
+    if _snarkjs() is None:
+        pytest.skip("node/npx or the snarkjs@0.7 package is not available here")
+    d: Path = exported["dir"]
+    vkj = snarkjs.vk_json(exported["vk"])
+    pub = snarkjs.public_json(exported["public"])
+    pj = snarkjs.proof_json(exported["proof"])
+    assert _accepted(_snarkjs_verify(d, vkj, pub, pj))
+    wrong_pub = [str((exported["public"][0] + 1) % R_MOD)]
+    assert not _accepted(_snarkjs_verify(d, vkj, wrong_pub, pj))
+    # a valid proof, but of another statement
+    assert not _accepted(_snarkjs_verify(d, vkj, pub, snarkjs.proof_json(exported["other_proof"])))
+    # the C point swapped for A: a well-formed curve point that breaks the pairing equation
+    swapped = dict(pj, pi_c=pj["pi_a"])
+    assert not _accepted(_snarkjs_verify(d, vkj, pub, swapped))
