@@ -1,0 +1,45 @@
+"""Compile every CPU kernel once so numba's on-disk cache is warm, and report how long it took.
+
+The first JIT compilation is the slowest thing a fresh install does; CI runs this before the
+tests so the cold-compile cost is printed once instead of being hidden inside the first test.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+
+def warm() -> float:
+    """Run each CPU kernel on a tiny input; return the seconds it took."""
+    t0 = time.perf_counter()
+    from kernels.constants import G1_GEN, G2_GEN
+    from kernels.cpu.backend import CpuBackend
+    from kernels.cpu.convert import g1_to_storage, g2_to_storage, to_mont_fr
+
+    be = CpuBackend()
+    s = to_mont_fr([3, 5, 7, 11])
+    for step, fn in (
+        ("fr vectors", lambda: (be.fr_add(s, s), be.fr_sub(s, s), be.fr_mul(s, s), be.fr_batch_inv(s))),
+        ("ntt", lambda: (be.ntt(s), be.ntt(s, inverse=True), be.ntt(s, coset=True),
+                         be.ntt(s, inverse=True, coset=True))),
+        ("g1", lambda: be.msm_g1(be.fixed_base_g1(g1_to_storage([G1_GEN])[0], s), s)),
+        ("g2", lambda: be.msm_g2(be.fixed_base_g2(g2_to_storage([G2_GEN])[0], s), s)),
+    ):
+        t = time.perf_counter()
+        fn()
+        print(f"  {step:<10} {time.perf_counter() - t:6.1f} s", flush=True)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    secs = warm()
+    print(f"numba cold compile: {secs:.1f} s (a second run loads the cache)")
+    return 0
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())
