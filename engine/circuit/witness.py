@@ -1,0 +1,441 @@
+"""Witness generation: run every stage's witness program over its instances.
+
+Two interpreters of the same program (template.py's opcodes):
+- :func:`witness_numba` works in the storage layout (Fr Montgomery ``uint64[num_vars, 4]``) with
+  numba, instances of one stage in parallel (prange). Bit operations only test and write 0/1;
+  linear combinations skip zero wires and add the coefficient for a one wire, so the
+  multiplications are spent on the general values only. Poseidon runs natively and writes
+  every S-box wire.
+- :func:`witness_python` works on Python ints; it is slow and serves as an independent oracle
+  for small circuits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from engine.circuit.builder import CircuitShape, Stage
+from engine.circuit.poseidon_params import ARITIES, poseidon_params
+from engine.circuit.template import (
+    OP_ADDW,
+    OP_AND,
+    OP_CH,
+    OP_LIN,
+    OP_MAJ,
+    OP_MUL,
+    OP_POSEIDON,
+    OP_UNPACK,
+    OP_XOR,
+    Template,
+)
+from kernels.constants import R_MOD
+from kernels.cpu.convert import from_mont_fr, to_mont_fr
+from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_from_mont, fr_load, fr_mul, fr_store
+
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+
+
+def fill_inputs(
+    shape: CircuitShape, public: list[int], free: dict[str, object], z: np.ndarray | None = None
+) -> np.ndarray:
+    """z with the one, the public inputs and every free region set, the rest zero: a fresh
+    array, or ``z`` (uint64[num_vars, 4], e.g. a view of shared memory) overwritten."""
+    if len(public) != shape.num_public:
+        raise ValueError(f"circuit {shape.name} takes {shape.num_public} public inputs, got {len(public)}")
+    for x in public:
+        if not 0 <= int(x) < R_MOD:
+            raise ValueError(f"circuit {shape.name}: public input {x} is not a field element")
+    if z is None:
+        z = np.zeros((shape.num_vars, 4), np.uint64)
+    else:
+        if z.shape != (shape.num_vars, 4) or z.dtype != np.uint64:
+            raise ValueError(f"witness buffer must be uint64[{shape.num_vars}, 4], got {z.dtype}{list(z.shape)}")
+        z[:] = 0
+    z[0] = np.array(FR_ONE, np.uint64)
+    if public:
+        z[1 : 1 + len(public)] = to_mont_fr(public)
+    for name, values in free.items():
+        if name not in shape.regions:
+            raise ValueError(f"circuit {shape.name} has no variable region {name!r}")
+        idx = shape.regions[name].reshape(-1)
+        if isinstance(values, np.ndarray) and values.dtype == np.uint64 and values.ndim >= 2:
+            vals = values.reshape(-1, 4)  # already Montgomery
+        else:
+            vals = to_mont_fr(np.asarray(values, dtype=object).reshape(-1).tolist())
+        if len(vals) != len(idx):
+            raise ValueError(f"region {name!r} has {len(idx)} variables, got {len(vals)} values")
+        z[idx] = vals
+    return z
+
+
+# ---------------------------------------------------------------------------- numba interpreter
+
+
+@lru_cache(maxsize=1)
+def poseidon_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Montgomery constants of every arity in one pool, and meta[arity] = (t, R_F, R_P,
+    offset of the round constants, offset of the MDS matrix, offset of the domain tag)."""
+    pool: list[int] = []
+    meta = np.zeros((12, 6), np.int64)
+    for a in ARITIES:
+        p = poseidon_params(a)
+        meta[a] = (p.t, p.full_rounds, p.partial_rounds, len(pool), len(pool) + len(p.round_constants), 0)
+        pool += list(p.round_constants)
+        pool += [x for row in p.mds for x in row]
+        meta[a, 5] = len(pool)
+        pool.append(p.domain_tag)
+    return to_mont_fr(pool), meta
+
+
+@njit(cache=True, inline="always")
+def _gidx(slot, inst, inflat, in_off, base, n_in, n_loc):
+    if slot == 0:
+        return 0
+    if slot <= n_in:
+        return inflat[in_off + inst * n_in + slot - 1]
+    return base + inst * n_loc + slot - 1 - n_in
+
+
+@njit(cache=True, inline="always")
+def _nz(z, i):
+    return (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) != _U0
+
+
+@njit(cache=True, inline="always")
+def _is_one(z, i):
+    return z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]
+
+
+@njit(cache=True, inline="always")
+def _put_bit(z, i, b):
+    if b:
+        z[i, 0] = FR_ONE[0]
+        z[i, 1] = FR_ONE[1]
+        z[i, 2] = FR_ONE[2]
+        z[i, 3] = FR_ONE[3]
+    else:
+        z[i, 0] = _U0
+        z[i, 1] = _U0
+        z[i, 2] = _U0
+        z[i, 3] = _U0
+
+
+@njit(cache=True, inline="always")
+def _bit(z, code, inst, inflat, in_off, base, n_in, n_loc):
+    g = _gidx(code >> 1, inst, inflat, in_off, base, n_in, n_loc)
+    return _nz(z, g) != ((code & 1) == 1)
+
+
+@njit(cache=True)
+def _lin(z, args, start, n, consts, coff, inst, inflat, in_off, base, n_in, n_loc):
+    acc = FR_ZERO
+    for k in range(n):
+        g = _gidx(args[start + 2 * k], inst, inflat, in_off, base, n_in, n_loc)
+        if not _nz(z, g):
+            continue
+        c = fr_load(consts, coff + args[start + 2 * k + 1])
+        if _is_one(z, g):
+            acc = fr_add(acc, c)
+        else:
+            acc = fr_add(acc, fr_mul(c, fr_load(z, g)))
+    return acc
+
+
+@njit(cache=True)
+def _poseidon(z, out, arity, args, a0, inst, inflat, in_off, base, n_in, n_loc, pool, meta):
+    t = meta[arity, 0]
+    rf = meta[arity, 1]
+    rp = meta[arity, 2]
+    rc_off = meta[arity, 3]
+    mds_off = meta[arity, 4]
+    s = np.empty((t, 4), np.uint64)
+    ns = np.empty((t, 4), np.uint64)
+    s[0] = pool[meta[arity, 5]]
+    for i in range(arity):
+        s[1 + i] = z[_gidx(args[a0 + i], inst, inflat, in_off, base, n_in, n_loc)]
+    w = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+    half = rf // 2
+    for rnd in range(rf + rp):
+        for i in range(t):
+            fr_store(s, i, fr_add(fr_load(s, i), fr_load(pool, rc_off + rnd * t + i)))
+        nsb = t if (rnd < half or rnd >= half + rp) else 1
+        for i in range(nsb):
+            x = fr_load(s, i)
+            x2 = fr_mul(x, x)
+            x4 = fr_mul(x2, x2)
+            x5 = fr_mul(x4, x)
+            fr_store(z, w, x2)
+            fr_store(z, w + 1, x4)
+            fr_store(z, w + 2, x5)
+            w += 3
+            fr_store(s, i, x5)
+        for i in range(t):
+            acc = FR_ZERO
+            for j in range(t):
+                acc = fr_add(acc, fr_mul(fr_load(pool, mds_off + i * t + j), fr_load(s, j)))
+            fr_store(ns, i, acc)
+        s[:] = ns
+    z[w] = s[1]
+
+
+# stage table columns
+_S_BASE, _S_N_IN, _S_N_LOC, _S_IN_OFF, _S_OP0, _S_NOPS, _S_COFF = range(7)
+
+
+@njit(cache=True)
+def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, pool, meta):
+    """Run the witness program of one instance of one stage."""
+    base = stages[stage, _S_BASE]
+    n_in = stages[stage, _S_N_IN]
+    n_loc = stages[stage, _S_N_LOC]
+    in_off = stages[stage, _S_IN_OFF]
+    coff = stages[stage, _S_COFF]
+    op0 = stages[stage, _S_OP0]
+    for k in range(op0, op0 + stages[stage, _S_NOPS]):
+        code = ops[k, 0]
+        out = ops[k, 1]
+        a0 = ops[k, 2]
+        na = ops[k, 3]
+        if code == 2:  # XOR
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            x = _bit(z, args[a0], inst, inflat, in_off, base, n_in, n_loc)
+            y = _bit(z, args[a0 + 1], inst, inflat, in_off, base, n_in, n_loc)
+            _put_bit(z, g, x != y)
+        elif code == 3:  # AND
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            x = _bit(z, args[a0], inst, inflat, in_off, base, n_in, n_loc)
+            y = _bit(z, args[a0 + 1], inst, inflat, in_off, base, n_in, n_loc)
+            _put_bit(z, g, x and y)
+        elif code == 4:  # CH
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            if _bit(z, args[a0], inst, inflat, in_off, base, n_in, n_loc):
+                _put_bit(z, g, _bit(z, args[a0 + 1], inst, inflat, in_off, base, n_in, n_loc))
+            else:
+                _put_bit(z, g, _bit(z, args[a0 + 2], inst, inflat, in_off, base, n_in, n_loc))
+        elif code == 5:  # MAJ
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            cnt = 0
+            for j in range(3):
+                if _bit(z, args[a0 + j], inst, inflat, in_off, base, n_in, n_loc):
+                    cnt += 1
+            _put_bit(z, g, cnt >= 2)
+        elif code == 6:  # ADDW
+            nbits = args[a0]
+            total = np.uint64(args[a0 + 1])
+            nw = args[a0 + 2]
+            p = a0 + 3
+            for wi in range(nw):
+                word = _U0
+                for i in range(32):
+                    if _bit(z, args[p + 32 * wi + i], inst, inflat, in_off, base, n_in, n_loc):
+                        word |= _U1 << np.uint64(i)
+                total += word
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            for i in range(nbits):
+                _put_bit(z, g + i, ((total >> np.uint64(i)) & _U1) == _U1)
+        elif code == 0:  # LIN
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            fr_store(z, g, _lin(z, args, a0, na // 2, consts, coff, inst, inflat, in_off, base, n_in, n_loc))
+        elif code == 1:  # MUL
+            n1 = args[a0]
+            n2 = args[a0 + 1]
+            n3 = args[a0 + 2]
+            p = a0 + 3
+            x = _lin(z, args, p, n1, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
+            y = _lin(z, args, p + 2 * n1, n2, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
+            w = _lin(z, args, p + 2 * (n1 + n2), n3, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            fr_store(z, g, fr_add(fr_mul(x, y), w))
+        elif code == 7:  # UNPACK
+            nbits = args[a0]
+            v = fr_from_mont(
+                _lin(z, args, a0 + 1, (na - 1) // 2, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
+            )
+            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            for i in range(nbits):
+                limb = v[i // 64]
+                _put_bit(z, g + i, ((limb >> np.uint64(i % 64)) & _U1) == _U1)
+        elif code == 8:  # POSEIDON
+            _poseidon(z, out, args[a0], args, a0 + 1, inst, inflat, in_off, base, n_in, n_loc, pool, meta)
+
+
+@njit(cache=True, parallel=True)
+def _run_items_parallel(z, items, stages, ops, args, consts, inflat, pool, meta):
+    for j in prange(items.shape[0]):
+        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, pool, meta)
+
+
+@njit(cache=True)
+def _run_items_serial(z, items, stages, ops, args, consts, inflat, pool, meta):
+    for j in range(items.shape[0]):
+        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, pool, meta)
+
+
+@dataclass
+class WitnessProgram:
+    """All templates' programs concatenated, a stage table, and the stages' instances grouped in
+    waves: every instance of a wave depends only on earlier waves, so a wave runs in parallel."""
+
+    ops: np.ndarray  # int64[n_ops, 4], arg offsets made global
+    args: np.ndarray
+    consts: np.ndarray  # uint64[n, 4]
+    stages: np.ndarray  # int64[n_stages, 7]: base, n_in, n_loc, in_off, op0, n_ops, const_off
+    inflat: np.ndarray  # int64: every stage's input map, flattened
+    waves: list[np.ndarray]  # int64[n_items, 2]: (stage, instance), costliest first
+    costs: list[int] = field(default_factory=list)  # ops per wave
+
+
+def witness_program(shape: CircuitShape) -> WitnessProgram:
+    """Flatten the shape's templates and stages and schedule the stages in dependency waves."""
+    cached = getattr(shape, "_witness_program", None)
+    if cached is not None:
+        return cached
+    t_op0, t_arg0, t_c0 = [], [], []
+    ops_l, args_l, consts_l = [], [], []
+    n_op = n_arg = n_c = 0
+    for t in shape.templates:
+        t_op0.append(n_op)
+        t_arg0.append(n_arg)
+        t_c0.append(n_c)
+        o = t.ops.copy()
+        o[:, 2] += n_arg
+        ops_l.append(o)
+        args_l.append(t.args)
+        consts_l.append(t.consts.reshape(-1, 4))
+        n_op += len(t.ops)
+        n_arg += len(t.args)
+        n_c += len(t.consts)
+    stages = np.zeros((len(shape.stages), 7), np.int64)
+    in_l = []
+    n_in_total = 0
+    ends = np.zeros(len(shape.stages), np.int64)
+    bases = np.zeros(len(shape.stages), np.int64)
+    depth = np.zeros(len(shape.stages), np.int64)
+    for s, st in enumerate(shape.stages):
+        t = shape.templates[st.template]
+        stages[s] = (st.base, t.n_in, t.n_loc, n_in_total, t_op0[st.template], len(t.ops), t_c0[st.template])
+        in_l.append(np.ascontiguousarray(st.inmap, np.int64).reshape(-1))
+        n_in_total += st.count * t.n_in
+        bases[s], ends[s] = st.base, st.base + st.count * t.n_loc
+        if st.inmap.size:
+            used = np.unique(st.inmap)
+            prod = np.searchsorted(bases[:s], used, side="right") - 1
+            ok = (prod >= 0) & (used < ends[np.maximum(prod, 0)])
+            depth[s] = 1 + (depth[prod[ok]].max() if ok.any() else 0)
+        else:
+            depth[s] = 1
+    waves, costs = [], []
+    for d in sorted(set(depth.tolist())):
+        members = [s for s in range(len(shape.stages)) if depth[s] == d]
+        members.sort(key=lambda s: -stages[s, 5])  # costliest programs first
+        items = [(s, i) for s in members for i in range(shape.stages[s].count)]
+        waves.append(np.array(items, np.int64).reshape(-1, 2))
+        costs.append(int(sum(stages[s, 5] * shape.stages[s].count for s in members)))
+    prog = WitnessProgram(
+        ops=np.concatenate(ops_l) if ops_l else np.zeros((0, 4), np.int64),
+        args=np.concatenate(args_l) if args_l else np.zeros(0, np.int64),
+        consts=np.ascontiguousarray(np.concatenate(consts_l) if consts_l else np.zeros((0, 4), np.uint64)),
+        stages=stages,
+        inflat=np.concatenate(in_l) if in_l else np.zeros(0, np.int64),
+        waves=waves,
+        costs=costs,
+    )
+    shape._witness_program = prog  # type: ignore[attr-defined]
+    return prog
+
+
+PARALLEL_MIN_OPS = 20000  # below this a wave runs on one thread: a parallel launch costs more
+
+
+def witness_numba(shape: CircuitShape, z: np.ndarray) -> np.ndarray:
+    """Complete ``z`` (from :func:`fill_inputs`) in place, wave by wave; returns z."""
+    pool, meta = poseidon_tables()
+    prog = witness_program(shape)
+    for items, cost in zip(prog.waves, prog.costs):
+        args = (z, items, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, pool, meta)
+        if len(items) > 1 and cost >= PARALLEL_MIN_OPS and numba.get_num_threads() > 1:
+            old = numba.get_parallel_chunksize()
+            numba.set_parallel_chunksize(1)  # instances differ in cost: hand them out one by one
+            try:
+                _run_items_parallel(*args)
+            finally:
+                numba.set_parallel_chunksize(old)
+        else:
+            _run_items_serial(*args)
+    return z
+
+
+# ---------------------------------------------------------------------------- Python oracle
+
+
+def _py_stage(zi: list[int], t: Template, st: Stage) -> None:
+    consts = from_mont_fr(t.consts) if len(t.consts) else []
+    ops = t.ops.tolist()
+    args = t.args.tolist()
+    r = R_MOD
+    for inst in range(st.count):
+        inrow = st.inmap[inst].tolist()
+
+        def g(slot: int) -> int:
+            if slot == 0:
+                return 0
+            if slot <= t.n_in:
+                return inrow[slot - 1]
+            return st.base + inst * t.n_loc + slot - 1 - t.n_in
+
+        def bit(code: int) -> int:
+            return int(zi[g(code >> 1)] != 0) ^ (code & 1)
+
+        def lin(p: int, n: int) -> int:
+            return sum(consts[args[p + 2 * k + 1]] * zi[g(args[p + 2 * k])] for k in range(n)) % r
+
+        for code, out, a0, na in ops:
+            a = args[a0 : a0 + na]
+            if code == OP_XOR:
+                zi[g(out)] = bit(a[0]) ^ bit(a[1])
+            elif code == OP_AND:
+                zi[g(out)] = bit(a[0]) & bit(a[1])
+            elif code == OP_CH:
+                zi[g(out)] = bit(a[1]) if bit(a[0]) else bit(a[2])
+            elif code == OP_MAJ:
+                zi[g(out)] = int(bit(a[0]) + bit(a[1]) + bit(a[2]) >= 2)
+            elif code == OP_ADDW:
+                nbits, k, nw = a[0], a[1], a[2]
+                total = k + sum(bit(a[3 + 32 * w + i]) << i for w in range(nw) for i in range(32))
+                for i in range(nbits):
+                    zi[g(out) + i] = (total >> i) & 1
+            elif code == OP_LIN:
+                zi[g(out)] = lin(a0, na // 2)
+            elif code == OP_MUL:
+                n1, n2, n3 = a[0], a[1], a[2]
+                p = a0 + 3
+                zi[g(out)] = (lin(p, n1) * lin(p + 2 * n1, n2) + lin(p + 2 * (n1 + n2), n3)) % r
+            elif code == OP_UNPACK:
+                v = lin(a0 + 1, (na - 1) // 2)
+                for i in range(a[0]):
+                    zi[g(out) + i] = (v >> i) & 1
+            elif code == OP_POSEIDON:
+                from engine.circuit.poseidon_params import poseidon_hash
+
+                wires: list[int] = []
+                h = poseidon_hash([zi[g(s)] for s in a[1:]], wires)
+                w = g(out)
+                zi[w : w + len(wires)] = wires
+                zi[w + len(wires)] = h
+            else:
+                raise ValueError(f"unknown witness opcode {code}")
+
+
+def witness_python(shape: CircuitShape, public: list[int], free: dict[str, object]) -> list[int]:
+    """The full witness as Python ints (canonical), computed without numba or Montgomery."""
+    z = fill_inputs(shape, public, free)
+    zi = from_mont_fr(z)
+    for st in shape.stages:
+        _py_stage(zi, shape.templates[st.template], st)
+    return zi

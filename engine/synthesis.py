@@ -1,0 +1,263 @@
+"""Synthesis: witness, then a = A·z, b = B·z, c = C·z into preallocated buffers.
+
+The evaluation is a sparse matrix-vector product per matrix, one row per constraint, rows in
+parallel (numba prange). Two fast paths keep it close to pure memory traffic:
+- per variable, a flag says whether its value is 0 (skip), 1 (add the coefficient as it is) or
+  general; most of a PoRep witness is bits;
+- per nonzero, a tag says whether the coefficient is +1 or −1 (add or subtract the value) or
+  general (one Montgomery multiplication).
+The output buffers may be views of shared memory: nothing here allocates them unless asked.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from engine.groth16.r1cs import CSR, R1CS
+from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_eq, fr_load, fr_mul, fr_store, fr_sub
+from kernels.cpu.convert import to_mont_fr
+
+_ONE = np.array(FR_ONE, np.uint64)
+_NEG_ONE = to_mont_fr([-1])[0]
+
+
+@njit(cache=True, inline="always")
+def _flag(z, flags, i):
+    """flags[i] = 0 if z[i] == 0, 1 if z[i] == 1, else 2."""
+    if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
+        flags[i] = 0
+    elif z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]:
+        flags[i] = 1
+    else:
+        flags[i] = 2
+
+
+@njit(cache=True, parallel=True)
+def _value_flags(z, flags):
+    for i in prange(z.shape[0]):
+        _flag(z, flags, i)
+
+
+@njit(cache=True)
+def _value_flags_serial(z, flags):
+    for i in range(z.shape[0]):
+        _flag(z, flags, i)
+
+
+def value_flags(z: np.ndarray, flags: np.ndarray) -> None:
+    """flags[i] = 0 if z[i] == 0, 1 if z[i] == 1, else 2."""
+    (_value_flags if len(z) >= PARALLEL_MIN_ROWS else _value_flags_serial)(z, flags)
+
+
+@njit(cache=True, parallel=True)
+def _coef_tags(data, one, neg_one, tags):
+    for k in prange(data.shape[0]):
+        if data[k, 0] == one[0] and data[k, 1] == one[1] and data[k, 2] == one[2] and data[k, 3] == one[3]:
+            tags[k] = 1
+        elif (
+            data[k, 0] == neg_one[0] and data[k, 1] == neg_one[1]
+            and data[k, 2] == neg_one[2] and data[k, 3] == neg_one[3]
+        ):
+            tags[k] = 2
+        else:
+            tags[k] = 0
+
+
+def coef_tags(m: CSR) -> np.ndarray:
+    """Per nonzero: 1 for a +1 coefficient, 2 for −1, 0 otherwise (once per circuit)."""
+    tags = np.empty(m.nnz, np.int8)
+    if m.nnz:
+        _coef_tags(np.asarray(m.data), _ONE, _NEG_ONE, tags)
+    return tags
+
+
+@njit(cache=True, inline="always")
+def _row(indptr, indices, data, tags, flags, z, r):
+    acc = FR_ZERO
+    for k in range(indptr[r], indptr[r + 1]):
+        col = indices[k]
+        f = flags[col]
+        if f == 0:
+            continue
+        if f == 1:
+            acc = fr_add(acc, fr_load(data, k))
+            continue
+        t = tags[k]
+        if t == 1:
+            acc = fr_add(acc, fr_load(z, col))
+        elif t == 2:
+            acc = fr_sub(acc, fr_load(z, col))
+        else:
+            acc = fr_add(acc, fr_mul(fr_load(data, k), fr_load(z, col)))
+    return acc
+
+
+@njit(cache=True, parallel=True)
+def _spmv(indptr, indices, data, tags, flags, z, out):
+    for r in prange(indptr.shape[0] - 1):
+        fr_store(out, r, _row(indptr, indices, data, tags, flags, z, r))
+
+
+@njit(cache=True)
+def _spmv_serial(indptr, indices, data, tags, flags, z, out):
+    for r in range(indptr.shape[0] - 1):
+        fr_store(out, r, _row(indptr, indices, data, tags, flags, z, r))
+
+
+PARALLEL_MIN_ROWS = 1 << 15  # below this one thread is faster than a parallel launch
+
+
+@dataclass
+class EvalPlan:
+    """Per-matrix coefficient tags, computed once per circuit and reused for every witness."""
+
+    tags: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def eval_plan(r: R1CS) -> EvalPlan:
+    return EvalPlan((coef_tags(r.A), coef_tags(r.B), coef_tags(r.C)))
+
+
+def alloc_abc(r: R1CS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = r.num_constraints
+    return tuple(np.empty((n, 4), np.uint64) for _ in range(3))  # type: ignore[return-value]
+
+
+def evaluate(
+    r: R1CS,
+    z: np.ndarray,
+    out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    plan: EvalPlan | None = None,
+    flags: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a = A·z, b = B·z, c = C·z (Fr Montgomery, uint64[constraints, 4] each) into ``out``."""
+    if z.shape != (r.num_vars, 4) or z.dtype != np.uint64:
+        raise ValueError(f"witness must be uint64[{r.num_vars}, 4], got {z.dtype}{list(z.shape)}")
+    if out is None:
+        out = alloc_abc(r)
+    for o in out:
+        if o.shape != (r.num_constraints, 4) or o.dtype != np.uint64:
+            raise ValueError(f"evaluation buffers must be uint64[{r.num_constraints}, 4]")
+    plan = plan or eval_plan(r)
+    if flags is None:
+        flags = np.empty(r.num_vars, np.int8)
+        value_flags(z, flags)
+    spmv = _spmv if r.num_constraints >= PARALLEL_MIN_ROWS else _spmv_serial
+    for m, tags, o in zip((r.A, r.B, r.C), plan.tags, out):
+        spmv(m.indptr, m.indices, m.data, tags, flags, z, o)
+    return out
+
+
+@njit(cache=True)
+def first_unsatisfied(a, b, c):
+    """Index of the first row with a·b != c, or -1."""
+    for i in range(a.shape[0]):
+        if not fr_eq(fr_mul(fr_load(a, i), fr_load(b, i)), fr_load(c, i)):
+            return i
+    return -1
+
+
+def is_satisfied(r: R1CS, z: np.ndarray) -> bool:
+    a, b, c = evaluate(r, z)
+    return first_unsatisfied(a, b, c) < 0
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set size so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def now_ms() -> float:
+    return time.perf_counter() * 1000.0
+
+
+def bench_synth(preset: str, cache_dir: str | None = None, seed: int = 1, repeats: int = 1) -> dict:
+    """Synthesize one partition of ``preset`` and report its figures: constraints, variables,
+    nonzeros, the 0/1 share of the aux witness, witness ms, eval ms (best of ``repeats``, after
+    a warm-up round that also compiles), constraints per second per core, bytes per constraint,
+    and the process's peak RSS."""
+    import numba
+
+    from engine.circuit.porep import build_porep, generate_partitions
+
+    if repeats < 1:
+        raise ValueError("bench synth: repeats must be at least 1")
+    t0 = now_ms()
+    shape = build_porep(preset, cache_dir)
+    build_ms = now_ms() - t0
+    r = shape.r1cs
+    _, parts = generate_partitions(preset, seed)
+    plan = eval_plan(r)
+    z = np.empty((r.num_vars, 4), np.uint64)
+    abc = alloc_abc(r)
+    # the first round warms up (JIT, page faults) and is not counted
+    rounds = [synthesize_partition(shape, parts[0], z, abc, plan) for _ in range(repeats + 1)][1:]
+    best = min(rounds, key=lambda syn: syn.witness_ms + syn.eval_ms)
+    n = r.num_constraints
+    cores = numba.get_num_threads()
+    total_s = (best.witness_ms + best.eval_ms) / 1000.0
+    held = 3 * abc[0].nbytes + z.nbytes
+    return {
+        "preset": preset,
+        "constraints": n,
+        "variables": r.num_vars,
+        "nonzeros": r.nnz,
+        "aux_01_share": best.aux_01_share,
+        "build_ms": build_ms,
+        "from_cache": shape.from_cache,
+        "witness_ms": best.witness_ms,
+        "eval_ms": best.eval_ms,
+        "threads": cores,
+        "constraints_per_s_per_core": n / total_s / cores if total_s > 0 else float("inf"),
+        "bytes_per_constraint": held / n,
+        "partition_bytes": held,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "satisfied": bool(first_unsatisfied(*abc) < 0),
+    }
+
+
+@dataclass
+class Synthesis:
+    """One synthesized partition: its public inputs, witness, a/b/c and the figures."""
+
+    public: list[int]
+    z: np.ndarray
+    abc: tuple[np.ndarray, np.ndarray, np.ndarray]
+    constraints: int
+    variables: int
+    nonzeros: int
+    aux_01_share: float
+    witness_ms: float
+    eval_ms: float
+
+
+def synthesize_partition(
+    shape,
+    part,
+    z: np.ndarray | None = None,
+    abc: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    plan: EvalPlan | None = None,
+) -> Synthesis:
+    """Witness then evaluation of one porep partition, into ``z`` and ``abc`` when given
+    (preallocated, e.g. shared memory) or fresh arrays. ``plan`` (from :func:`eval_plan`) can
+    be kept per circuit and reused."""
+    from engine.circuit.porep import porep_witness
+
+    r = shape.r1cs
+    t0 = now_ms()
+    public, z = porep_witness(shape, part, z)
+    t1 = now_ms()
+    flags = np.empty(r.num_vars, np.int8)
+    value_flags(z, flags)
+    abc = evaluate(r, z, abc, plan, flags)
+    t2 = now_ms()
+    aux = flags[r.num_inputs :]
+    return Synthesis(
+        public, z, abc, r.num_constraints, r.num_vars, r.nnz,
+        float(np.count_nonzero(aux < 2) / max(len(aux), 1)), t1 - t0, t2 - t1,
+    )
