@@ -431,9 +431,62 @@ def _cmd_bench_prove(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r["verified"] for r in rows) else EXIT_REJECTED
 
 
+def _add_bench_synth(bsub) -> None:
+    p = bsub.add_parser("synth", help="synthesis of porep partitions: witness + a/b/c evaluation",
+                        description="Builds (or loads from the cache) the porep circuit of each preset, then "
+                        "times witness generation and a/b/c evaluation of one partition after a warm-up. The "
+                        "reference is the issue's goal of 1 M constraints per second per core.")
+    p.add_argument("--preset", default="small,medium",
+                   help="porep presets, comma-separated (tiny, small, medium, large, porep-32g); default small,medium")
+    p.add_argument("--repeat", type=int, default=3, help="timed rounds after a warm-up (default 3)")
+    p.add_argument("--cache-dir", default=None, metavar="DIR", help="circuit cache (default ~/.cache/sealtop/circuits)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=_cmd_bench_synth)
+
+
+SYNTH_GOAL_CPS_PER_CORE = 1e6  # issue 3: whole synthesis, per core, at `medium`
+
+
+def format_bench_synth(rows: Sequence[dict]) -> str:
+    head = ["preset", "constraints", "nonzeros", "0/1 aux", "witness ms", "eval ms", "M c/s/core",
+            "goal ratio", "B/constraint", "peak RSS MiB"]
+    body = [[
+        r["preset"], f"{r['constraints']:,}", f"{r['nonzeros']:,}", f"{100 * r['aux_01_share']:.1f}%",
+        f"{r['witness_ms']:.1f}", f"{r['eval_ms']:.1f}", f"{r['constraints_per_s_per_core'] / 1e6:.2f}",
+        f"{SYNTH_GOAL_CPS_PER_CORE / r['constraints_per_s_per_core']:.2f}",
+        f"{r['bytes_per_constraint']:.0f}", f"{r['peak_rss_bytes'] / 2**20:.0f}",
+    ] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)] if body else [len(h) for h in head]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
+    lines.append("M c/s/core: constraints / (witness + eval) / threads; goal ratio = 1 M c/s/core goal / ours "
+                 "(below 1.0 beats the goal); B/constraint: a, b, c and z bytes held per constraint (floor 128).")
+    if rows:
+        lines.append(f"threads: {rows[0]['threads']}; host CPUs: {os.cpu_count()}")
+    return "\n".join(lines)
+
+
+def _cmd_bench_synth(args: argparse.Namespace) -> int:
+    from engine.circuit.porep import PRESETS
+    from engine.synthesis import bench_synth
+
+    presets = [p.strip() for p in args.preset.split(",") if p.strip()]
+    bad = [p for p in presets if p not in PRESETS]
+    if not presets or bad:
+        raise CliError(f"--preset: unknown preset {', '.join(bad) or '(none)'}; choose from {', '.join(PRESETS)}")
+    if args.repeat < 1:
+        raise CliError(f"--repeat must be at least 1, got {args.repeat}")
+    rows = []
+    for p in presets:
+        _say(f"bench synth {p}: building or loading the circuit")
+        rows.append(bench_synth(p, cache_dir=args.cache_dir, repeats=args.repeat))
+    print(json.dumps(rows, indent=2, default=str) if args.json else format_bench_synth(rows))
+    return EXIT_OK if all(r.get("satisfied", True) for r in rows) else EXIT_REJECTED
+
+
 # ---------------------------------------------------------------- registry and main
 VERBS: list[Callable] = [_add_setup, _add_prove, _add_verify, _add_export, _add_bench]
-BENCH_VERBS: list[Callable] = [_add_bench_kernels, _add_bench_prove]
+BENCH_VERBS: list[Callable] = [_add_bench_kernels, _add_bench_prove, _add_bench_synth]
 
 
 def build_parser() -> argparse.ArgumentParser:
