@@ -1,1 +1,9 @@
+"""The proving pipeline: the Engine (orchestrator threads), its worker processes, the scheduler
+(permits, budget, pause), the bounded GPU channel and the shared-memory segments.
 
+    from engine.pipeline import Engine, Job
+"""
+
+from engine.pipeline.engine import Engine, EngineError, Faults, Job
+
+__all__ = ["Engine", "EngineError", "Faults", "Job"]

@@ -1,0 +1,285 @@
+"""The engine's TOML configuration: reading, validation, and errors that name the key and line.
+
+A config has four tables (every key optional; the defaults suit a CPU-only laptop):
+
+    [engine]     backend, devices, partition_workers, gpu_channel_capacity,
+                 gpu_slots_per_device, memory_budget, permit_release, dealloc, b_g2
+    [paths]      param_cache, session_dir
+    [telemetry]  sample_interval_s
+    [jobs]       preset, partitions, seed
+
+Unknown tables and keys are errors too: a misspelt knob silently falling back to its default is
+the kind of mistake an operator cannot see. Every error is a :class:`ConfigError` whose message
+is one line of the form ``FILE:LINE: table.key: what is wrong``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; str() is one line naming the file, line and key."""
+
+
+BACKENDS = ("auto", "cpu", "cuda")
+PERMIT_RELEASE = ("delivered", "synthesized")
+DEALLOC = ("async", "sync")
+B_G2 = ("cpu", "gpu")
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(value: Any) -> int:
+    """Bytes from an int or a string like "64GiB", "512 MB", "0"; 0 means unlimited.
+
+    Raises ValueError (with the reason) on anything else.
+    """
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 64GiB or a number of bytes")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("a size cannot be negative")
+        return value
+    if isinstance(value, str):
+        if value.strip().lower() in ("none", "unlimited", "off"):
+            return 0
+        m = _SIZE_RE.match(value)
+        if m and m.group(2).lower() in _UNITS:
+            return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    raise ValueError(f"expected a size such as 64GiB or a number of bytes, got {value!r}")
+
+
+def format_size(n: int) -> str:
+    """The inverse of parse_size for display: 0 → "unlimited", else the largest exact binary unit."""
+    if n == 0:
+        return "unlimited"
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        k = _UNITS[unit.lower()]
+        if n % k == 0:
+            return f"{n // k}{unit}"
+    return str(n)
+
+
+@dataclass
+class EngineConfig:
+    """Every setting the engine reads. Knob fields (marked in KNOBS) may change while running."""
+
+    backend: str = "auto"
+    devices: list[int] = field(default_factory=lambda: [0])
+    partition_workers: int = 2
+    gpu_channel_capacity: int = 2
+    gpu_slots_per_device: int = 1
+    memory_budget: int = 0  # bytes of partition buffers; 0 = unlimited
+    permit_release: str = "delivered"
+    dealloc: str = "async"
+    b_g2: str = "cpu"
+    param_cache: str = "~/.cache/sealtop/params"
+    session_dir: str = "~/.local/share/sealtop/sessions"
+    sample_interval_s: float = 0.5
+    preset: str = "chain-64"
+    partitions: int = 2
+    seed: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for the session_start event."""
+        return dataclasses.asdict(self)
+
+    def param_cache_path(self) -> Path:
+        return Path(os.path.expanduser(self.param_cache))
+
+    def session_dir_path(self) -> Path:
+        return Path(os.path.expanduser(self.session_dir))
+
+
+KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
+
+# table -> key -> field name (identical here, kept explicit so the file layout can evolve)
+_LAYOUT: dict[str, tuple[str, ...]] = {
+    "engine": (
+        "backend",
+        "devices",
+        "partition_workers",
+        "gpu_channel_capacity",
+        "gpu_slots_per_device",
+        "memory_budget",
+        "permit_release",
+        "dealloc",
+        "b_g2",
+    ),
+    "paths": ("param_cache", "session_dir"),
+    "telemetry": ("sample_interval_s",),
+    "jobs": ("preset", "partitions", "seed"),
+}
+
+
+def _int(value: Any, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected an integer, got {value!r}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f"at least {lo}" if hi is None else f"between {lo} and {hi}"
+        raise ValueError(f"must be {rng}, got {value}")
+    return value
+
+
+def _choice(options: tuple[str, ...]):
+    def check(value: Any) -> str:
+        if value not in options:
+            raise ValueError(f"must be one of {', '.join(options)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _devices(value: Any) -> list[int]:
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of GPU indices such as [0, 1], got {value!r}")
+    out = [_int(v, 0, 1023) for v in value]
+    if len(set(out)) != len(out):
+        raise ValueError(f"lists a device twice: {value!r}")
+    return out
+
+
+def _interval(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected seconds as a number, got {value!r}")
+    if not 0.01 <= float(value) <= 3600:
+        raise ValueError(f"must be between 0.01 and 3600 seconds, got {value}")
+    return float(value)
+
+
+_CHECKS: dict[str, Any] = {
+    "backend": _choice(BACKENDS),
+    "devices": _devices,
+    "partition_workers": lambda v: _int(v, 1, 256),
+    "gpu_channel_capacity": lambda v: _int(v, 1, 256),
+    "gpu_slots_per_device": lambda v: _int(v, 1, 16),
+    "memory_budget": parse_size,
+    "permit_release": _choice(PERMIT_RELEASE),
+    "dealloc": _choice(DEALLOC),
+    "b_g2": _choice(B_G2),
+    "param_cache": _str,
+    "session_dir": _str,
+    "sample_interval_s": _interval,
+    "preset": _str,
+    "partitions": lambda v: _int(v, 1, 1024),
+    "seed": lambda v: _int(v, 0, 2**63 - 1),
+}
+
+
+def check_knob(name: str, value: Any) -> Any:
+    """Validate a live knob value the same way the file is validated; ValueError if bad."""
+    if name not in KNOBS:
+        raise ValueError(f"unknown knob {name!r} (knobs: {', '.join(KNOBS)})")
+    return _CHECKS[name](value)
+
+
+_HEADER_RE = re.compile(r"^\s*\[\s*([A-Za-z0-9_\-\.\"' ]+?)\s*\]\s*(#.*)?$")
+
+
+def _line_of(text: str, table: str | None, key: str | None) -> int:
+    """Best-effort line number (1-based) of ``key`` inside ``[table]`` (or of the header)."""
+    current: str | None = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines, 1):
+        m = _HEADER_RE.match(line)
+        if m:
+            current = m.group(1).strip().strip("\"'")
+            if key is None and current == table:
+                return i
+            continue
+        if key is not None and current == table:
+            if re.match(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
+                return i
+    # dotted forms such as `engine.partition_workers = 2` at top level
+    if key is not None and table is not None:
+        for i, line in enumerate(lines, 1):
+            if re.match(rf"^\s*{re.escape(table)}\s*\.\s*{re.escape(key)}\s*=", line):
+                return i
+    return 0
+
+
+def _fail(source: str, text: str, table: str | None, key: str | None, why: str) -> ConfigError:
+    line = _line_of(text, table, key)
+    where = f"{source}:{line}" if line else source
+    name = ".".join(p for p in (table, key) if p)
+    return ConfigError(f"{where}: {name}: {why}")
+
+
+def parse_config(text: str, source: str = "<config>") -> EngineConfig:
+    """Parse and validate TOML text. Raises ConfigError with one line naming file, line, key."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+        if m:
+            reason = msg[: m.start()].strip()
+            raise ConfigError(f"{source}:{m.group(1)}: not valid TOML: {reason}") from None
+        raise ConfigError(f"{source}: not valid TOML: {msg.splitlines()[0]}") from None
+    values: dict[str, Any] = {}
+    for table, body in doc.items():
+        if table not in _LAYOUT:
+            raise _fail(
+                source, text, table, None,
+                f"unknown table (expected one of {', '.join('[' + t + ']' for t in _LAYOUT)})",
+            )
+        if not isinstance(body, dict):
+            raise _fail(source, text, None, table, "must be a table such as [" + table + "]")
+        for key, value in body.items():
+            if key not in _LAYOUT[table]:
+                raise _fail(
+                    source, text, table, key,
+                    f"unknown key (keys of [{table}]: {', '.join(_LAYOUT[table])})",
+                )
+            try:
+                values[key] = _CHECKS[key](value)
+            except ValueError as exc:
+                raise _fail(source, text, table, key, str(exc)) from None
+    cfg = EngineConfig(**values)
+    if cfg.backend == "cpu" and "devices" not in values:
+        cfg.devices = []
+    return cfg
+
+
+def load_config(path: str | os.PathLike[str]) -> EngineConfig:
+    """Read and validate a config file; ConfigError (one line) if unreadable or invalid."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read config: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{line}: not valid TOML: the file is not UTF-8") from None
+    return parse_config(text, str(p))

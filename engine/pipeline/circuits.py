@@ -1,0 +1,140 @@
+"""Job presets → partition circuits and witnesses, for the pipeline's processes.
+
+A job names a preset; every partition of the job is a proof of the same circuit with a different
+witness (Filecoin's partitions differ in their challenges). A preset resolves to a
+:class:`PartitionCircuit`: the R1CS, and a function from (seed, partition) to the witness z.
+
+Presets understood:
+- ``cubic``: the x^3 + x + 5 = y example;
+- ``chain-N``: N chained multiplications (engine.groth16.examples), e.g. ``chain-1024``;
+- the porep presets of engine.circuit.porep (tiny, small, ...), where that module is present.
+
+Circuits are cached per process: synthesis workers, provers and the orchestrator each build a
+preset's circuit once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from engine.groth16.r1cs import R1CS
+
+_CHAIN_RE = re.compile(r"^chain-(\d+)$")
+MAX_CHAIN = 1 << 27
+
+
+class PresetError(ValueError):
+    """An unknown or malformed preset name; the message lists what exists."""
+
+
+Witness = Callable[[int, int, int, "np.ndarray | None"], np.ndarray]
+
+
+@dataclass(frozen=True)
+class PartitionCircuit:
+    """A preset's partition circuit. ``witness(seed, partition, partitions, out)`` returns z
+    (Fr storage), written into ``out`` when given (a shared-memory view)."""
+
+    name: str
+    r1cs: R1CS
+    witness: Witness
+
+    @property
+    def constraints(self) -> int:
+        return self.r1cs.num_constraints
+
+    def partition_bytes(self) -> int:
+        """Shared-memory bytes one partition holds: a, b, c (one Fr per constraint) and z."""
+        return (3 * self.r1cs.num_constraints + self.r1cs.num_vars) * 32
+
+
+def _example_witness(c) -> Witness:
+    def witness(seed: int, partition: int, partitions: int, out=None) -> np.ndarray:
+        z = c.witness(private_input(seed, partition))
+        if out is None:
+            return z
+        out[:] = z
+        return out
+
+    return witness
+
+
+def circuit_cache_dir(param_cache: Path) -> str:
+    """Where compiled circuits live: beside the proving keys, shared by every process."""
+    return str(Path(param_cache) / "circuits")
+
+
+def private_input(seed: int, partition: int) -> int:
+    """A deterministic per-partition private input (the partition's 'challenge')."""
+    h = hashlib.sha256(f"sealtop-partition:{seed}:{partition}".encode()).digest()
+    return int.from_bytes(h[:31], "little") + 2
+
+
+def _porep_module():
+    try:
+        return importlib.import_module("engine.circuit.porep")
+    except ImportError:
+        return None
+
+
+def preset_names() -> list[str]:
+    names = ["cubic", "chain-N"]
+    mod = _porep_module()
+    if mod is not None:
+        presets = getattr(mod, "PRESETS", None)
+        if isinstance(presets, dict):
+            names.extend(sorted(presets))
+        elif presets:
+            names.extend(list(presets))
+    return names
+
+
+def _porep_witness(mod, shape) -> Witness:
+    @functools.lru_cache(maxsize=2)
+    def sector(seed: int, partitions: int):
+        return mod.generate_partitions(shape_preset, seed, partitions)[1]
+
+    shape_preset = None
+
+    def witness(seed: int, partition: int, partitions: int, out=None) -> np.ndarray:
+        parts = sector(seed, max(partitions, partition + 1))
+        return mod.porep_witness(shape, parts[partition], out)[1]
+
+    def bind(preset: str) -> Witness:
+        nonlocal shape_preset
+        shape_preset = preset
+        return witness
+
+    return bind  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=8)
+def resolve(preset: str, cache_dir: str | None = None) -> PartitionCircuit:
+    """The circuit of a preset (cached per process). ``cache_dir`` is where compiled porep
+    circuits are kept between processes and runs. PresetError with the known names if
+    unknown."""
+    from engine.groth16 import examples
+
+    if preset == "cubic":
+        c = examples.cubic_circuit()
+        return PartitionCircuit("cubic", c.r1cs, _example_witness(c))
+    m = _CHAIN_RE.match(preset)
+    if m:
+        n = int(m.group(1))
+        if not 1 <= n <= MAX_CHAIN:
+            raise PresetError(f"preset {preset!r}: chain length must be 1..{MAX_CHAIN}")
+        c = examples.chain_circuit(n)
+        return PartitionCircuit(preset, c.r1cs, _example_witness(c))
+    mod = _porep_module()
+    if mod is not None and preset in getattr(mod, "PRESETS", {}):
+        shape = mod.build_porep(preset, cache_dir)
+        return PartitionCircuit(preset, shape.r1cs, _porep_witness(mod, shape)(preset))
+    raise PresetError(f"unknown preset {preset!r} (presets: {', '.join(preset_names())})")

@@ -1,0 +1,167 @@
+"""POSIX shared-memory segments: the orchestrator creates and unlinks, workers only attach.
+
+Large vectors (a, b, c and the witness z of each partition) move between processes through
+these segments, never through pickling. The rules (design.md, "Processes and shared memory"):
+
+* Only the orchestrator creates and unlinks. Names are ``sealtop-<orchestrator pid>-<tag>``, so a
+  sweep can find everything of ours, and a later orchestrator can find what a crashed one left.
+* Workers attach, then unregister the segment from multiprocessing's resource tracker. The
+  tracker is shared by a spawn parent and its children, and on Python 3.11/3.12 it would unlink
+  or warn about segments the worker does not own.
+* The orchestrator unregisters its own segments as well: their lifetime is managed here (unlink
+  on release, sweep on stop), not by the tracker, so register/unregister messages stay balanced.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from multiprocessing import resource_tracker, shared_memory
+
+import numpy as np
+
+try:  # the stdlib's own binding of shm_unlink(3); present on every POSIX CPython
+    import _posixshmem
+except ImportError:  # pragma: no cover - non-POSIX
+    _posixshmem = None
+
+PREFIX = "sealtop-"
+SHM_DIR = "/dev/shm"
+
+
+def prefix_for(pid: int) -> str:
+    """Name prefix of every segment created by the orchestrator with this pid."""
+    return f"{PREFIX}{pid}-"
+
+
+def _unlink_name(name: str) -> bool:
+    """shm_unlink a segment by name (without leading slash); False if it was already gone."""
+    try:
+        if _posixshmem is not None:
+            _posixshmem.shm_unlink("/" + name)
+        else:  # pragma: no cover
+            os.unlink(os.path.join(SHM_DIR, name))
+        return True
+    except FileNotFoundError:
+        return False
+
+
+@dataclass(frozen=True)
+class SegmentSpec:
+    """What a worker needs to attach: the name, and the array's shape (dtype is uint64)."""
+
+    name: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * 8
+
+
+class Attached:
+    """A worker's view of one segment, as a uint64 array. close() drops the mapping."""
+
+    def __init__(self, spec: SegmentSpec):
+        self.spec = spec
+        self._shm = shared_memory.SharedMemory(name=spec.name, create=False)
+        # Attaching registered the name with the (shared) tracker; take it back out.
+        resource_tracker.unregister(self._shm._name, "shared_memory")  # type: ignore[attr-defined]
+        self.array = np.ndarray(spec.shape, dtype=np.uint64, buffer=self._shm.buf)
+
+    def close(self) -> None:
+        self.array = None  # type: ignore[assignment]
+        try:
+            self._shm.close()
+        except BufferError:
+            # a view is still exported (e.g. held by a computation); the mapping goes with the process
+            pass
+
+
+class SegmentRegistry:
+    """The orchestrator's live segments and their total size (counted once, whoever maps them)."""
+
+    def __init__(self, pid: int | None = None):
+        self.pid = os.getpid() if pid is None else pid
+        self.prefix = prefix_for(self.pid)
+        self._lock = threading.Lock()
+        self._live: dict[str, int] = {}
+        self._seq = 0
+
+    def create(self, tag: str, shape: tuple[int, ...]) -> SegmentSpec:
+        """Create a zero-filled segment for a uint64 array of ``shape`` and return its spec."""
+        with self._lock:
+            self._seq += 1
+            name = f"{self.prefix}{tag}-{self._seq}"
+        spec = SegmentSpec(name, tuple(int(s) for s in shape))
+        shm = shared_memory.SharedMemory(name=name, create=True, size=max(spec.nbytes, 1))
+        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
+        shm.close()
+        with self._lock:
+            self._live[name] = spec.nbytes
+        return spec
+
+    def release(self, spec: SegmentSpec) -> int:
+        """Unlink one segment; returns the bytes released (0 if it was not live)."""
+        with self._lock:
+            nbytes = self._live.pop(spec.name, None)
+        if nbytes is None:
+            return 0
+        _unlink_name(spec.name)
+        return nbytes
+
+    def live_bytes(self) -> int:
+        with self._lock:
+            return sum(self._live.values())
+
+    def live_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._live)
+
+    def sweep(self) -> list[str]:
+        """Unlink every segment with our prefix in /dev/shm, live-tracked or not; returns names."""
+        with self._lock:
+            self._live.clear()
+        return sweep_prefix(self.prefix)
+
+
+def list_ours(prefix: str = PREFIX) -> list[str]:
+    """Names in /dev/shm that start with ``prefix``."""
+    try:
+        return sorted(n for n in os.listdir(SHM_DIR) if n.startswith(prefix))
+    except FileNotFoundError:  # pragma: no cover - no /dev/shm
+        return []
+
+
+def sweep_prefix(prefix: str) -> list[str]:
+    """Unlink all segments whose name starts with ``prefix``; returns the names removed."""
+    removed = []
+    for name in list_ours(prefix):
+        if _unlink_name(name):
+            removed.append(name)
+    return removed
+
+
+def sweep_stale() -> list[str]:
+    """Unlink segments left by orchestrators that no longer run (a crash leaves them behind)."""
+    removed = []
+    for name in list_ours(PREFIX):
+        try:
+            pid = int(name[len(PREFIX):].split("-", 1)[0])
+        except ValueError:
+            continue
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        if _unlink_name(name):
+            removed.append(name)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,235 @@
+"""The worker processes: synthesis workers, and one prover per GPU (or one on the CPU backend).
+
+Both are started with ``spawn`` by the orchestrator and talk to it through two queues: a task
+queue of their own, and a result queue shared by every worker. Large vectors never pass through
+the queues: tasks name shared-memory segments (engine.pipeline.shm) that the orchestrator created,
+and the worker attaches to them.
+
+Messages (all small tuples/dicts):
+
+* synthesis task ``{"op": "synth", "key", "preset", "cache_dir", "seed", "partition",
+  "partitions", "segs"}``;
+  replies ``("synth_done", worker, key, {"witness": ms, "eval": ms})`` or
+  ``("task_error", worker, key, message)``.
+* prover task ``{"op": "prove", "key", "preset", "key_path", "segs", "b_g2"}``;
+  replies ``("gpu_done", worker, key, timings)`` once H and the G1 MSMs are done and a, b, c are
+  no longer needed, then ``("proved", worker, key, proof_bytes, public_inputs, {"b2": ms})``.
+* ``None`` as a task ends the worker.
+
+The prover runs ``gpu_slots_per_device`` slot threads that share one loaded proving key, and one
+finalize thread per process that runs the B2/assembly half so a slot is free for the next
+partition as soon as its GPU half is done.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import time
+import traceback
+from typing import Any
+
+from engine.pipeline.shm import Attached, SegmentSpec
+
+
+def _ms(t0: float, t1: float) -> float:
+    return (t1 - t0) * 1000.0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _ignore_interrupts() -> None:
+    """Ctrl-C reaches the whole process group; the orchestrator decides how workers stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def synthesis_main(name: str, tasks: Any, results: Any) -> None:
+    """Entry point of a synthesis worker process."""
+    _ignore_interrupts()
+    from engine.pipeline.circuits import resolve
+    from engine.synthesis import eval_plan, evaluate
+
+    plans: dict[str, Any] = {}
+    _warm_synthesis()
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        key = task["key"]
+        attached: list[Attached] = []
+        views: dict = {}
+        try:
+            circuit = resolve(task["preset"], task.get("cache_dir"))
+            segs: dict[str, SegmentSpec] = task["segs"]
+            for k in ("a", "b", "c", "z"):
+                att = Attached(segs[k])
+                attached.append(att)
+                views[k] = att.array
+            t0 = time.perf_counter()
+            circuit.witness(task["seed"], task["partition"], task["partitions"], views["z"])
+            t1 = time.perf_counter()
+            r1cs = circuit.r1cs
+            if task["preset"] not in plans:
+                plans[task["preset"]] = eval_plan(r1cs)
+            evaluate(r1cs, views["z"], out=(views["a"], views["b"], views["c"]),
+                     plan=plans[task["preset"]])
+            t2 = time.perf_counter()
+            results.put(("synth_done", name, key, {"witness": _ms(t0, t1), "eval": _ms(t1, t2)}))
+        except Exception as exc:  # reported to the orchestrator, which fails the partition
+            results.put(("task_error", name, key, _one_line(exc)))
+        finally:
+            views.clear()
+            for att in attached:
+                att.close()
+
+
+def _warm_synthesis() -> None:
+    """Load the evaluation kernels (numba's cache) before the first real partition, so the
+    first partition's eval timer measures evaluation, not compilation."""
+    try:
+        from engine.pipeline.circuits import resolve
+        from engine.synthesis import evaluate
+
+        c = resolve("cubic")
+        evaluate(c.r1cs, c.witness(1, 0, 1))
+    except Exception:
+        pass
+
+
+class _ProverState:
+    """What one prover process holds: the backend, loaded keys and the finalize queue."""
+
+    def __init__(self, name: str, backend_name: str, device: int | None, results: Any):
+        from kernels.backend import get_backend
+
+        self.name = name
+        self.device = device
+        if backend_name == "cuda" and device is not None:
+            try:
+                import cupy
+
+                cupy.cuda.Device(device).use()
+            except Exception:
+                pass
+        self.backend = get_backend(backend_name)
+        self.results = results
+        self.keys: dict[str, Any] = {}
+        self.keys_lock = threading.Lock()
+        self.finalize_q: queue.Queue = queue.Queue()
+
+    def key(self, path: str) -> Any:
+        from engine.pipeline import proving
+
+        with self.keys_lock:
+            if path not in self.keys:
+                self.keys[path] = proving.load_key(path, self.backend)
+            return self.keys[path]
+
+
+def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
+    from engine.pipeline import proving
+
+    while True:
+        task = tasks.get()
+        if task is None:
+            tasks.put(None)  # let the sibling slots see it too
+            state.finalize_q.put(None)
+            return
+        key = task["key"]
+        attached: list[Attached] = []
+        pinned: list = []
+        views: dict = {}
+        try:
+            pk = state.key(task["key_path"])
+            for k in ("a", "b", "c", "z"):
+                att = Attached(task["segs"][k])
+                attached.append(att)
+                views[k] = att.array
+            pinned = [v for v in views.values() if proving.pin(v, state.backend)]
+            t0 = time.perf_counter()
+            handle = proving.start(pk, views["a"], views["b"], views["c"], views["z"], state.backend)
+            t1 = time.perf_counter()
+            timings = dict(proving.kernel_timings(handle))
+            timings["gpu_call"] = _ms(t0, t1)
+            public = proving.public_inputs(pk.pk.num_inputs, views["z"])
+            # a, b and c are no longer needed once H is done; z stays for the finalize half.
+            z_pinned = any(v is views["z"] for v in pinned)
+            for v in pinned:
+                if v is not views["z"]:
+                    proving.unpin(v)
+            pinned = []
+            for k in ("a", "b", "c"):
+                del views[k]
+            for att in attached[:3]:
+                att.close()
+            views.clear()
+            state.results.put(("gpu_done", state.name, key, timings))
+            state.finalize_q.put(
+                (key, handle, attached[3], public, z_pinned, task["b_g2"], pk)
+            )
+            attached = []
+        except Exception as exc:
+            detail = _one_line(exc)
+            if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
+                traceback.print_exc()
+            state.results.put(("task_error", state.name, key, detail))
+        finally:
+            for v in pinned:
+                proving.unpin(v)
+            pinned = []
+            views.clear()
+            for att in attached:
+                att.close()
+
+
+def _finalize_loop(state: _ProverState, slots: int) -> None:
+    from engine.pipeline import proving
+
+    remaining = slots
+    while remaining:
+        item = state.finalize_q.get()
+        if item is None:
+            remaining -= 1
+            continue
+        key, handle, z_att, public, z_pinned, b_g2, loaded = item
+        try:
+            t0 = time.perf_counter()
+            proof = proving.finish(handle, b_g2, loaded)
+            t1 = time.perf_counter()
+            state.results.put(("proved", state.name, key, proof, public, {"b2": _ms(t0, t1)}))
+        except Exception as exc:
+            state.results.put(("task_error", state.name, key, _one_line(exc)))
+        finally:
+            del handle
+            if z_pinned:
+                proving.unpin(z_att.array)
+            z_att.close()
+
+
+def prover_main(
+    name: str, backend_name: str, device: int | None, slots: int, tasks: Any, results: Any
+) -> None:
+    """Entry point of a prover process (one per GPU, or one on the CPU backend)."""
+    _ignore_interrupts()
+    try:
+        state = _ProverState(name, backend_name, device, results)
+    except Exception as exc:
+        results.put(("worker_error", name, None, _one_line(exc)))
+        return
+    results.put(("ready", name, None, {"backend": state.backend.name}))
+    threads = [
+        threading.Thread(target=_slot_loop, args=(state, tasks, s), name=f"slot{s}")
+        for s in range(slots)
+    ]
+    fin = threading.Thread(target=_finalize_loop, args=(state, slots), name="finalize")
+    for t in threads:
+        t.start()
+    fin.start()
+    for t in threads:
+        t.join()
+    fin.join()

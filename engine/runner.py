@@ -1,0 +1,355 @@
+"""The headless verbs behind `run`, `bench pipeline` and `replay --summary`.
+
+Each is a plain function that prints and returns an exit code, so engine/cli.py only parses
+arguments. Every table printed here comes from engine.summary over the event stream, so a live
+run and the replay of its recorded session print the same thing.
+
+Exit codes: 0 every proof verified; 1 a proof failed verification or a partition failed;
+2 bad input (config, session file, preset), printed as one line on stderr; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine.config import ConfigError, EngineConfig, load_config
+from engine.session import SessionError, SessionRecorder, load_session
+from engine.summary import partitions, render_all, run_summary
+
+
+class _Collector:
+    """Drains an engine's event queue into a list (and a session file), printing progress."""
+
+    def __init__(self, q: queue.Queue, recorder: SessionRecorder | None, progress: TextIO | None):
+        self.q = q
+        self.recorder = recorder
+        self.progress = progress
+        self.events: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sealtop-collector", daemon=True)
+        self._thread.start()
+
+    def _take(self, ev: dict) -> None:
+        self.events.append(ev)
+        if self.recorder is not None:
+            self.recorder.write(ev)
+        if self.progress is not None:
+            if ev["kind"] == "proof_done":
+                state = "verified" if ev["verified"] else "NOT VERIFIED"
+                print(
+                    f"[{ev['t']:8.2f}s] job {ev['job']} done in {ev['total_ms'] / 1000:.2f} s: "
+                    f"{state}",
+                    file=self.progress,
+                    flush=True,
+                )
+            elif ev["kind"] == "error":
+                print(f"[{ev['t']:8.2f}s] {ev['where']}: {ev['message']}", file=self.progress,
+                      flush=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._take(self.q.get(timeout=0.1))
+            except queue.Empty:
+                continue
+
+    def finish(self) -> list[dict]:
+        self._stop.set()
+        self._thread.join()
+        while True:
+            try:
+                self._take(self.q.get_nowait())
+            except queue.Empty:
+                break
+        return self.events
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_engine(
+    cfg: EngineConfig,
+    jobs: int,
+    record: str | os.PathLike[str] | None = None,
+    progress: TextIO | None = sys.stderr,
+) -> tuple[int, list[dict]]:
+    """Run ``jobs`` jobs of the config's preset to completion; (exit code, events)."""
+    from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
+    from engine.pipeline.engine import Engine, EngineError, Job
+
+    if jobs < 1:
+        _say("error: --jobs must be at least 1")
+        return 2, []
+    try:
+        resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
+    except PresetError as exc:
+        _say(f"error: {exc}")
+        return 2, []
+    say = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
+    try:
+        eng = Engine(cfg, progress=say)
+    except EngineError as exc:
+        _say(f"error: {exc}")
+        return 2, []
+    recorder = SessionRecorder(record) if record is not None else None
+    col = _Collector(eng.subscribe(), recorder, progress)
+    interrupted = False
+    try:
+        eng.start()
+        if progress is not None:
+            print(f"engine started ({cfg.preset}, {jobs} job(s) of {cfg.partitions} partitions); "
+                  "making or loading the proving key...", file=progress, flush=True)
+        for i in range(jobs):
+            eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed + i))
+        while not eng.wait_idle(0.5):
+            pass
+        eng.stop(drain=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        _say("interrupted: cancelling in-flight partitions")
+        eng.stop(drain=False)
+    except (ValueError, EngineError) as exc:
+        _say(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        eng.stop(drain=False)
+        events = col.finish()
+        if recorder is not None:
+            recorder.close()
+        return 2, events
+    except BaseException:
+        eng.stop(drain=False)
+        col.finish()
+        if recorder is not None:
+            recorder.abort()
+        raise
+    events = col.finish()
+    if recorder is not None:
+        recorder.close()
+    if interrupted:
+        return 130, events
+    done = [e for e in events if e["kind"] == "proof_done"]
+    ok = len(done) == jobs and all(e["verified"] for e in done)
+    return (0 if ok else 1), events
+
+
+def run_headless(config_path: str, jobs: int, record: str | None = None) -> int:
+    """`sealtop run --config F --jobs N [--record FILE]`: prints the per-proof table, the
+    summary and the final counters."""
+    try:
+        cfg = load_config(config_path)
+    except ConfigError as exc:
+        _say(f"error: {exc}")
+        return 2
+    code, events = run_engine(cfg, jobs, record)
+    if events:
+        print(render_all(events))
+    if record is not None and code != 2:
+        _say(f"session recorded to {record}")
+    return code
+
+
+def replay_summary(path: str) -> int:
+    """`sealtop replay FILE --summary`: the same table and counters as the live run printed."""
+    try:
+        _header, events = load_session(path)
+    except SessionError as exc:
+        _say(f"error: {exc}")
+        return 2
+    print(render_all(events))
+    return 0
+
+
+def bench_pipeline(
+    preset: str,
+    jobs: int,
+    json_out: str | None,
+    config_path: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    record: str | None = None,
+) -> int:
+    """`sealtop bench pipeline --preset P --jobs N --json OUT`: a run plus a JSON report with
+    GPU busy %, seconds per proof, the wrapper-kernel gap and peak memory against the model
+    (partition_workers + capacity + GPU slots) × bytes per partition + key."""
+    from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
+
+    try:
+        cfg = load_config(config_path) if config_path else EngineConfig()
+    except ConfigError as exc:
+        _say(f"error: {exc}")
+        return 2
+    cfg.preset = preset
+    for k, v in (overrides or {}).items():
+        if not hasattr(cfg, k):
+            _say(f"error: unknown setting {k!r}")
+            return 2
+        setattr(cfg, k, v)
+    try:
+        circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
+    except PresetError as exc:
+        _say(f"error: {exc}")
+        return 2
+    t0 = time.perf_counter()
+    code, events = run_engine(cfg, jobs, record)
+    wall = time.perf_counter() - t0
+    if not events:
+        return code
+    print(render_all(events))
+    s = run_summary(events)
+    from engine.pipeline.proving import key_path
+
+    kp = key_path(cfg.param_cache_path(), circuit.name, circuit.r1cs)
+    key_bytes = kp.stat().st_size if kp.exists() else 0
+    per_part = circuit.partition_bytes()
+    devices = max(1, len(cfg.devices)) if cfg.backend != "cpu" else 1
+    slots = cfg.gpu_slots_per_device * devices
+    model_shm = (cfg.partition_workers + cfg.gpu_channel_capacity + slots) * per_part
+    model = model_shm + key_bytes
+    gap = s.wrapper_ms - s.kernel_ms
+    report = {
+        "preset": preset,
+        "jobs": jobs,
+        "partitions_per_job": cfg.partitions,
+        "constraints_per_partition": circuit.constraints,
+        "config": cfg.to_dict(),
+        "backend_in_use": next(
+            (e["config"].get("backend_in_use") for e in events if e["kind"] == "session_start"),
+            None,
+        ),
+        "summary": dataclasses.asdict(s),
+        "wrapper_minus_kernels_ms": gap,
+        "wrapper_minus_kernels_pct": 100.0 * gap / s.wrapper_ms if s.wrapper_ms else None,
+        "bytes_per_partition": per_part,
+        "key_bytes": key_bytes,
+        "model_peak_bytes": model,
+        "model_peak_shm_bytes": model_shm,
+        "peak_vs_model": s.peak_total / model if model else None,
+        "peak_shm_vs_model": s.peak_shm / model_shm if model_shm else None,
+        "partitions": [
+            {"job": r.job, "partition": r.partition, "ms": r.ms, "total_ms": r.total_ms}
+            for r in partitions(events).values()
+        ],
+        "wall_s": wall,
+        "exit_code": code,
+    }
+    if json_out:
+        out = Path(json_out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.part")
+        tmp.write_text(json.dumps(report, indent=2) + "\n")
+        os.replace(tmp, out)
+        _say(f"report written to {out}")
+    return code
+
+
+def _bench_rows(
+    preset: str,
+    jobs: int,
+    variants: list[tuple[str, dict[str, Any]]],
+    base: dict[str, Any],
+    config_path: str | None,
+) -> tuple[int, list[dict]]:
+    """Run one pipeline per variant (label, overrides); rows of the numbers benchmarks report."""
+    from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
+
+    try:
+        cfg0 = load_config(config_path) if config_path else EngineConfig()
+    except ConfigError as exc:
+        _say(f"error: {exc}")
+        return 2, []
+    rows = []
+    worst = 0
+    for label, over in variants:
+        cfg = dataclasses.replace(cfg0, preset=preset, **{**base, **over})
+        try:
+            circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
+        except PresetError as exc:
+            _say(f"error: {exc}")
+            return 2, rows
+        _say(f"--- {label}")
+        code, events = run_engine(cfg, jobs)
+        worst = max(worst, code)
+        if not events:
+            return code, rows
+        s = run_summary(events)
+        recs = partitions(events).values()
+        n = max(1, len(recs))
+        rows.append(
+            {
+                "variant": label,
+                "overrides": over,
+                "exit_code": code,
+                "s_per_proof": s.s_per_proof,
+                "peak_total": s.peak_total,
+                "peak_shm": s.peak_shm,
+                "bytes_per_partition": circuit.partition_bytes(),
+                "gpu_busy_pct": s.gpu_busy_pct,
+                "mean_wrapper_ms": s.wrapper_ms / n,
+                "mean_call_ms": s.call_ms / n,
+                "mean_kernel_ms": s.kernel_ms / n,
+                "mean_dealloc_ms": sum(r.ms.get("dealloc", 0.0) for r in recs) / n,
+                "jobs_verified": s.jobs_verified,
+            }
+        )
+    return worst, rows
+
+
+def _print_rows(rows: list[dict]) -> None:
+    head = (f"{'variant':<34} {'s/proof':>8} {'peak mem':>10} {'peak shm':>10} "
+            f"{'wrapper':>9} {'kernels':>9} {'dealloc':>8} {'verified':>8}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        spp = "-" if r["s_per_proof"] is None else f"{r['s_per_proof']:.3f}"
+        print(f"{r['variant']:<34} {spp:>8} {r['peak_total'] / 2**20:>8.1f}Mi "
+              f"{r['peak_shm'] / 2**20:>8.1f}Mi {r['mean_wrapper_ms']:>9.1f} "
+              f"{r['mean_kernel_ms']:>9.1f} {r['mean_dealloc_ms']:>8.2f} {r['jobs_verified']:>8}")
+
+
+def bench_matrix(
+    kind: str,
+    preset: str,
+    jobs: int,
+    json_out: str | None,
+    config_path: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> int:
+    """The issue's comparison tables, each a set of pipeline runs:
+
+    * ``cuzk``: gpu_channel_capacity {1, partition_workers} × permit_release {delivered,
+      synthesized}: peak memory and seconds per proof (the cuzk lesson);
+    * ``dealloc``: dealloc sync against async: how much the wrapper time grows.
+    """
+    base = dict(overrides or {})
+    workers = int(base.get("partition_workers", EngineConfig().partition_workers))
+    if kind == "cuzk":
+        variants = [
+            (f"capacity={cap} permit={pr}", {"gpu_channel_capacity": cap, "permit_release": pr})
+            for cap in sorted({1, workers})
+            for pr in ("delivered", "synthesized")
+        ]
+    elif kind == "dealloc":
+        variants = [(f"dealloc={m}", {"dealloc": m}) for m in ("async", "sync")]
+    else:
+        _say(f"error: unknown comparison {kind!r} (choose cuzk or dealloc)")
+        return 2
+    code, rows = _bench_rows(preset, jobs, variants, base, config_path)
+    if rows:
+        print(f"{kind} comparison, preset {preset}, {jobs} job(s) per variant")
+        _print_rows(rows)
+    if json_out and rows:
+        out = Path(json_out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.part")
+        tmp.write_text(json.dumps({"kind": kind, "preset": preset, "jobs": jobs,
+                                   "rows": rows}, indent=2) + "\n")
+        os.replace(tmp, out)
+        _say(f"report written to {out}")
+    return code

@@ -1,0 +1,381 @@
+"""The embedded engine end to end on the CPU backend: real worker processes, real shared memory,
+real proofs. Every property is checked on the event stream (exact maxima from stage events)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import time
+
+import pytest
+
+from engine import summary
+from engine.config import EngineConfig
+from engine.pipeline.circuits import resolve
+from engine.pipeline.engine import Engine, Faults, Job
+from engine.pipeline.shm import list_ours, prefix_for
+
+PRESET = "chain-1024"  # synthesis ~ms, CPU proof ~150 ms: the prover is the bottleneck
+WAIT = 300
+
+
+@pytest.fixture(scope="module")
+def params(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("params"))
+
+
+def make_cfg(params: str, **kw) -> EngineConfig:
+    base = dict(
+        backend="cpu",
+        devices=[],
+        partition_workers=2,
+        gpu_channel_capacity=1,
+        gpu_slots_per_device=1,
+        param_cache=params,
+        sample_interval_s=0.05,
+    )
+    base.update(kw)
+    return EngineConfig(**base)
+
+
+def drain(q: queue.Queue) -> list[dict]:
+    out = []
+    while True:
+        try:
+            out.append(q.get_nowait())
+        except queue.Empty:
+            return out
+
+
+def run_jobs(cfg: EngineConfig, jobs: list[Job], faults: Faults | None = None) -> list[dict]:
+    eng = Engine(cfg, faults)
+    q = eng.subscribe()
+    eng.start()
+    try:
+        for j in jobs:
+            eng.submit(j)
+        assert eng.wait_idle(WAIT), "jobs did not finish"
+    finally:
+        eng.stop(drain=True)
+    evs = drain(q)
+    assert_clean(eng, evs)
+    return evs
+
+
+def worker_pids(evs: list[dict]) -> set[int]:
+    pids = set()
+    for e in evs:
+        if e["kind"] == "sample":
+            pids.update(p["pid"] for p in e["processes"] if p["role"] != "orchestrator")
+    return pids
+
+
+def assert_clean(eng: Engine, evs: list[dict]) -> None:
+    """Nothing of ours in /dev/shm, no worker process alive, buffers all released."""
+    assert list_ours(prefix_for(os.getpid())) == []
+    for pid in worker_pids(evs) | set(eng.worker_pids().values()):
+        assert not os.path.exists(f"/proc/{pid}") or _zombie(pid), f"worker {pid} survived"
+    last = [e for e in evs if e["kind"] == "sample"][-1]
+    assert last["shm_bytes"] == 0
+    assert last["counters"]["holding_abc"] == 0
+    assert eng.segments.live_bytes() == 0
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+def assert_counters_add_up(evs: list[dict], partitions: int) -> dict:
+    c = summary.final_counters(evs)
+    stages = {k: v for k, v in c.items() if k.startswith("stage_")}
+    assert sum(stages.values()) == partitions == c["partitions_submitted"]
+    assert c["partitions_submitted_events"] == partitions
+    assert c["synth_started"] == c["abc_freed"] + c["holding_abc"]
+    assert c["holding_abc"] == 0
+    return c
+
+
+def test_counters_and_bound_delivered(params):
+    cfg = make_cfg(params, permit_release="delivered")
+    evs = run_jobs(cfg, [Job(PRESET, 4, seed=1), Job(PRESET, 3, seed=2)])
+    c = assert_counters_add_up(evs, 7)
+    assert c["stage_done"] == 7 and c["dealloc_done"] == 7
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 2 and all(e["verified"] for e in done)
+    assert all(len(bytes.fromhex(e["proof"])) == 192 * n for e, n in zip(done, (4, 3)))
+    # the bound, on exact maxima from the stage events
+    assert summary.bound_excess(evs, 2, 1, 1) <= 0
+    assert summary.max_concurrent(evs, {"synthesizing"}) <= 2
+    assert summary.max_concurrent(evs, {"waiting_gpu"}) <= 1
+    assert summary.max_concurrent(evs, {"gpu"}) <= 1
+    # negative control: a bound one tighter than the configuration is violated in this run
+    assert summary.bound_excess(evs, 2, 0, 1) > 0
+
+
+def test_synthesized_release_piles_up_and_budget_restores_bound(params):
+    # permit_release = "synthesized" without a budget: the cuzk bug, partitions pile up
+    cfg = make_cfg(params, permit_release="synthesized")
+    evs = run_jobs(cfg, [Job(PRESET, 6)])
+    assert_counters_add_up(evs, 6)
+    assert summary.max_concurrent(evs, {"synthesizing"}) <= 2
+    assert summary.max_concurrent(evs, {"waiting_gpu"}) > 1  # more than the channel holds
+    assert summary.bound_excess(evs, 2, 1, 1) > 0
+    # the same with a memory budget of (workers + capacity + slots) partitions: bound holds
+    per = resolve(PRESET).partition_bytes()
+    cfg = make_cfg(params, permit_release="synthesized", memory_budget=4 * per)
+    evs = run_jobs(cfg, [Job(PRESET, 6)])
+    assert_counters_add_up(evs, 6)
+    assert summary.bound_excess(evs, 2, 1, 1) <= 0
+    assert all(e["verified"] for e in evs if e["kind"] == "proof_done")
+
+
+def max_bytes_holding(evs: list[dict]) -> int:
+    """Exact maximum of the partition bytes held at once, from stage events and job sizes."""
+    size = {e["job"]: resolve(e["preset"]).partition_bytes() for e in evs
+            if e["kind"] == "job_submitted"}
+    cur: dict[tuple[int, int], str] = {}
+    held = best = 0
+    for e in evs:
+        if e["kind"] != "stage":
+            continue
+        k = (e["job"], e["partition"])
+        old, new = cur.get(k), e["stage"]
+        cur[k] = new
+        held += size[e["job"]] * ((new in summary.HOLDING) - (old in summary.HOLDING))
+        best = max(best, held)
+    return best
+
+
+def test_low_budget_caps_memory_and_jobs_finish(params):
+    per = resolve(PRESET).partition_bytes()
+    budget = 2 * per
+    cfg = make_cfg(params, partition_workers=3, gpu_channel_capacity=3, memory_budget=budget)
+    evs = run_jobs(cfg, [Job(PRESET, 6)])
+    assert_counters_add_up(evs, 6)
+    assert all(e["verified"] for e in evs if e["kind"] == "proof_done")
+    assert max_bytes_holding(evs) <= budget
+    assert max(e["shm_bytes"] for e in evs if e["kind"] == "sample") <= budget
+    assert summary.max_concurrent(evs, summary.HOLDING) == 2  # the budget, not the workers
+
+
+def test_budget_smaller_than_a_partition_is_refused(params):
+    per = resolve(PRESET).partition_bytes()
+    eng = Engine(make_cfg(params, memory_budget=per - 1))
+    eng.start()
+    try:
+        with pytest.raises(ValueError, match="memory budget"):
+            eng.submit(Job(PRESET, 1))
+    finally:
+        eng.stop()
+
+
+def test_live_knobs_change_concurrency(params):
+    cfg = make_cfg(params, partition_workers=1, gpu_channel_capacity=1)
+    eng = Engine(cfg)
+    q = eng.subscribe()
+    eng.start()
+    evs: list[dict] = []
+    try:
+        eng.submit(Job(PRESET, 10))
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            e = q.get(timeout=WAIT)
+            evs.append(e)
+            if e["kind"] == "stage" and e["stage"] == "done":
+                break
+        eng.set_knob("partition_workers", 3)
+        eng.set_knob("gpu_channel_capacity", 3)
+        assert eng.wait_idle(WAIT)
+    finally:
+        eng.stop()
+    evs += drain(q)
+    assert_clean(eng, evs)
+    assert_counters_add_up(evs, 10)
+    knob_at = next(i for i, e in enumerate(evs) if e["kind"] == "knob")
+    before, after = evs[:knob_at], evs[knob_at:]
+    knobs = [e for e in evs if e["kind"] == "knob"]
+    assert [(k["name"], k["old"], k["new"], k["source"]) for k in knobs] == [
+        ("partition_workers", 1, 3, "operator"),
+        ("gpu_channel_capacity", 1, 3, "operator"),
+    ]
+    assert summary.max_concurrent(before, {"synthesizing", "waiting_gpu"}) <= 2
+    # after the change: more partitions synthesized and waiting than the old knobs allowed
+    assert summary.max_concurrent(evs, {"synthesizing", "waiting_gpu"}) > 2
+    assert summary.max_concurrent(evs, {"waiting_gpu"}) > 1
+    assert summary.bound_excess(evs, 3, 3, 1) <= 0
+    assert all(e["verified"] for e in evs if e["kind"] == "proof_done")
+    del after
+
+
+def intervals(evs: list[dict]) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """Per partition: (wrapper interval, dealloc interval), from stage events and timers."""
+    out = []
+    for r in summary.partitions(evs).values():
+        g = r.first("gpu")
+        d = r.interval("deallocating")
+        assert g is not None and d is not None
+        out.append(((g, g + r.ms["gpu_wrapper"] / 1000.0), d))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_dealloc_intervals(params, mode):
+    evs = run_jobs(make_cfg(params, dealloc=mode), [Job(PRESET, 3)])
+    c = assert_counters_add_up(evs, 3)
+    assert c["dealloc_done"] == 3
+    eps = 1e-9
+    for (w0, w1), (d0, d1) in intervals(evs):
+        if mode == "sync":
+            assert w0 - eps <= d0 and d1 <= w1 + eps, ((w0, w1), (d0, d1))
+        else:
+            assert d0 >= w1 - eps, ((w0, w1), (d0, d1))
+    first = [e for e in evs if e["kind"] == "sample"][0]
+    last = [e for e in evs if e["kind"] == "sample"][-1]
+    assert first["shm_bytes"] == last["shm_bytes"] == 0  # memory back to its baseline
+
+
+def _kill_on_first(cfg: EngineConfig, stage: str, role: str, partitions: int) -> list[dict]:
+    eng = Engine(cfg)
+    q = eng.subscribe()
+    eng.start()
+    evs: list[dict] = []
+    killed = None
+    try:
+        eng.submit(Job(PRESET, partitions))
+        while killed is None:
+            e = q.get(timeout=WAIT)
+            evs.append(e)
+            if e["kind"] == "stage" and e["stage"] == stage:
+                pids = eng.worker_pids()
+                killed = pids[e["worker"].split("/")[0]]
+                os.kill(killed, signal.SIGKILL)
+        assert eng.wait_idle(WAIT)
+    finally:
+        eng.stop()
+    evs += drain(q)
+    assert_clean(eng, evs)
+    assert not os.path.exists(f"/proc/{killed}") or _zombie(killed)
+    return evs
+
+
+@pytest.mark.parametrize("stage, role", [("gpu", "prover"), ("synthesizing", "synth")])
+def test_worker_sigkill_loses_no_proof(params, stage, role):
+    evs = _kill_on_first(make_cfg(params), stage, role, 3)
+    c = assert_counters_add_up(evs, 3)
+    assert c["worker_deaths"] >= 1
+    assert c["stage_done"] == 3 and c["stage_failed"] == 0
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and done[0]["verified"]
+    errors = [e for e in evs if e["kind"] == "error"]
+    assert any("signal 9" in e["message"] for e in errors)
+    print(f"retries={c['retries']} deaths={c['worker_deaths']}")
+    if role == "prover":
+        # the proof in flight was retried on a new prover process
+        assert c["retries"] >= 1
+        assert any(e.get("reason", "").startswith("retry") for e in evs if e["kind"] == "stage")
+
+
+def test_corrupted_proof_is_reported_unverified(params):
+    evs = run_jobs(make_cfg(params), [Job(PRESET, 2), Job(PRESET, 1)],
+                   faults=Faults(corrupt_proof={(1, 1)}))
+    done = {e["job"]: e for e in evs if e["kind"] == "proof_done"}
+    assert done[1]["verified"] is False
+    assert done[2]["verified"] is True
+    c = summary.final_counters(evs)
+    assert c["proofs_failed"] == 1 and c["proofs_verified"] == 1
+    table = summary.render_table(evs)
+    assert "NO" in table
+
+
+def test_stop_without_drain_cancels_and_cleans(params):
+    eng = Engine(make_cfg(params))
+    q = eng.subscribe()
+    eng.start()
+    eng.submit(Job(PRESET, 8))
+    evs = []
+    while True:
+        e = q.get(timeout=WAIT)
+        evs.append(e)
+        if e["kind"] == "stage" and e["stage"] == "gpu":
+            break
+    eng.stop(drain=False)
+    evs += drain(q)
+    assert_clean(eng, evs)
+    c = assert_counters_add_up(evs, 8)
+    assert c["stage_failed"] >= 1
+    assert c["stage_failed"] + c["stage_done"] == 8
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and done[0]["verified"] is False
+    with pytest.raises(Exception):
+        eng.submit(Job(PRESET, 1))
+
+
+def test_pause_holds_admission(params):
+    eng = Engine(make_cfg(params))
+    q = eng.subscribe()
+    eng.start()
+    try:
+        eng.pause()
+        eng.submit(Job(PRESET, 2))
+        assert not eng.wait_idle(1.0)
+        evs = drain(q)
+        assert summary.max_concurrent(evs, {"synthesizing"}) == 0
+        eng.resume()
+        assert eng.wait_idle(WAIT)
+    finally:
+        eng.stop()
+    evs += drain(q)
+    knobs = [(e["name"], e["new"]) for e in evs if e["kind"] == "knob"]
+    assert knobs == [("paused", True), ("paused", False)]
+    assert_counters_add_up(evs, 2)
+
+
+def test_porep_preset_runs_through_the_engine(params):
+    evs = run_jobs(make_cfg(params), [Job("tiny", 2, seed=5)])
+    assert_counters_add_up(evs, 2)
+    sub = next(e for e in evs if e["kind"] == "job_submitted")
+    assert sub["preset"] == "tiny" and sub["constraints"] == resolve("tiny").constraints
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and done[0]["verified"]
+
+
+def test_unknown_preset_is_refused(params):
+    from engine.pipeline.circuits import PresetError
+
+    eng = Engine(make_cfg(params))
+    eng.start()
+    try:
+        with pytest.raises(PresetError, match="unknown preset 'nope'"):
+            eng.submit(Job("nope", 1))
+        with pytest.raises(PresetError):
+            eng.submit(Job("chain-0", 1))
+    finally:
+        eng.stop()
+
+
+def test_knob_values_are_checked(params):
+    per = resolve(PRESET).partition_bytes()
+    eng = Engine(make_cfg(params))
+    q = eng.subscribe()
+    eng.start()
+    try:
+        eng.pause()
+        eng.submit(Job(PRESET, 1))
+        with pytest.raises(ValueError, match="smaller than one queued partition"):
+            eng.set_knob("memory_budget", per - 1)
+        with pytest.raises(ValueError):
+            eng.set_knob("partition_workers", 0)
+        with pytest.raises(ValueError, match="unknown knob"):
+            eng.set_knob("dealloc", "sync")
+        eng.set_knob("memory_budget", "1GiB")
+        eng.resume()
+        assert eng.wait_idle(WAIT)
+    finally:
+        eng.stop()
+    knobs = [(e["name"], e["new"]) for e in drain(q) if e["kind"] == "knob"]
+    assert ("memory_budget", 2**30) in knobs and len(knobs) == 3

@@ -1,0 +1,152 @@
+"""engine/runner.py: `run` and `replay --summary` print the same table and counters, computed
+from events; `bench pipeline` writes its JSON report; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from engine.runner import bench_matrix, bench_pipeline, replay_summary, run_headless
+
+
+@pytest.fixture(scope="module")
+def params(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("params"))
+
+
+def write_config(tmp_path, params, **extra) -> str:
+    lines = [
+        "[engine]",
+        'backend = "cpu"',
+        "partition_workers = 2",
+        "gpu_channel_capacity = 1",
+        "[paths]",
+        f'param_cache = "{params}"',
+        "[telemetry]",
+        "sample_interval_s = 0.05",
+        "[jobs]",
+        'preset = "chain-256"',
+        "partitions = 2",
+    ]
+    p = tmp_path / "c.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return str(p)
+
+
+@pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"])
+def test_run_then_replay_summary_prints_the_same(tmp_path, params, capsys, name):
+    cfg = write_config(tmp_path, params)
+    rec = tmp_path / name
+    assert run_headless(cfg, 2, str(rec)) == 0
+    live = capsys.readouterr().out
+    assert "verified" in live and "final counters:" in live and "seconds per proof" in live
+    assert live.count(" yes") == 4  # 2 jobs × 2 partitions, all verified
+    assert replay_summary(str(rec)) == 0
+    assert capsys.readouterr().out == live
+    # summaries are never stored: dropping anything summary-like from the file changes nothing
+    raw = rec.read_bytes()
+    text = gzip.decompress(raw).decode() if name.endswith(".gz") else raw.decode()
+    kept = [ln for ln in text.splitlines(keepends=True)
+            if "summary" not in ln and "seconds per proof" not in ln]
+    assert len(kept) == len(text.splitlines())
+    stripped = tmp_path / "stripped.jsonl"
+    stripped.write_text("".join(kept))
+    assert replay_summary(str(stripped)) == 0
+    assert capsys.readouterr().out == live
+
+
+def test_bad_config_is_one_line(tmp_path, capsys):
+    p = tmp_path / "bad.toml"
+    p.write_text("[engine]\npartition_workers = -1\n")
+    assert run_headless(str(p), 1) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "bad.toml:2: engine.partition_workers" in err
+
+
+def test_unknown_preset_is_one_line(tmp_path, params, capsys):
+    p = tmp_path / "c.toml"
+    p.write_text(f'[engine]\nbackend = "cpu"\n[paths]\nparam_cache = "{params}"\n'
+                 '[jobs]\npreset = "warp-9"\n')
+    assert run_headless(str(p), 1) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unknown preset 'warp-9'" in err
+
+
+def test_bad_session_is_one_line(tmp_path, capsys):
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"format": "sealtop-session", "version": 1}\n{"t": 0, "kind": 5}\n')
+    assert replay_summary(str(p)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "s.jsonl:2:" in err
+    assert replay_summary(str(tmp_path / "none.jsonl")) == 2
+
+
+def test_bench_pipeline_writes_report(tmp_path, params, capsys):
+    out = tmp_path / "bench.json"
+    code = bench_pipeline(
+        "chain-256", 1, str(out),
+        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 3,
+                   "sample_interval_s": 0.05},
+    )
+    assert code == 0
+    rep = json.loads(out.read_text())
+    s = rep["summary"]
+    assert s["partitions_done"] == 3 and s["jobs_verified"] == 1
+    assert s["s_per_proof"] > 0 and s["peak_total"] > 0
+    assert rep["model_peak_bytes"] == rep["model_peak_shm_bytes"] + rep["key_bytes"]
+    assert rep["bytes_per_partition"] == (3 * 258 + 258) * 32
+    assert 0 < rep["peak_shm_vs_model"] <= 1.0
+    assert rep["wrapper_minus_kernels_ms"] >= 0
+    assert "report written" in capsys.readouterr().err
+
+
+def test_bench_matrix_dealloc(tmp_path, params, capsys):
+    out = tmp_path / "m.json"
+    code = bench_matrix("dealloc", "chain-256", 1, str(out),
+                        overrides={"backend": "cpu", "devices": [], "param_cache": params,
+                                   "partitions": 2, "sample_interval_s": 0.05})
+    assert code == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["variant"] for r in rows] == ["dealloc=async", "dealloc=sync"]
+    assert all(r["jobs_verified"] == 1 for r in rows)
+    assert "dealloc comparison" in capsys.readouterr().out
+    assert bench_matrix("nope", "chain-256", 1, None) == 2
+
+
+def test_ctrl_c_stops_cleanly(tmp_path, params):
+    """SIGINT to `run` (what Ctrl-C sends the whole process group): exit 130, no traceback, no
+    worker left, nothing of ours in /dev/shm."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cfg = write_config(tmp_path, params)
+    rec = tmp_path / "int.jsonl"
+    code = (f"import sys; sys.path.insert(0, {root!r}); from engine.runner import run_headless; "
+            f"sys.exit(run_headless({cfg!r}, 50, {str(rec)!r}))")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+        if len(kids.stdout.split()) >= 3:  # tracker + synthesis workers + prover
+            break
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"sealtop-{proc.pid}-")]
+    for _ in range(50):  # multiprocessing's resource tracker exits just after its parent
+        left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
+        if not left.stdout.split():
+            break
+        time.sleep(0.1)
+    assert left.stdout.split() == [], left.stdout
+    assert replay_summary(str(rec)) == 0  # the interrupted session was still recorded
