@@ -484,9 +484,88 @@ def _cmd_bench_synth(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.get("satisfied", True) for r in rows) else EXIT_REJECTED
 
 
+def _add_run(sub) -> None:
+    p = sub.add_parser("run", help="run the embedded engine headless on a config",
+                       description="Starts the engine on a TOML config, submits N jobs, waits for them, and "
+                       "prints the per-proof breakdown, the summary and the final counters (all computed "
+                       "from the event stream).")
+    p.add_argument("--config", required=True, metavar="FILE", help="engine config (see sample-configs/)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="jobs to submit (default 1)")
+    p.add_argument("--record", default=None, metavar="FILE", help="record the session (.jsonl, or .jsonl.gz)")
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from engine.runner import run_headless
+
+    if args.jobs < 1:
+        raise CliError(f"--jobs must be at least 1, got {args.jobs}")
+    return run_headless(args.config, args.jobs, args.record)
+
+
+def _add_replay(sub) -> None:
+    p = sub.add_parser("replay", help="summarize a recorded session (--summary); the console replays it",
+                       description="With --summary, prints the per-proof table and final counters computed "
+                       "from the recorded events. Without it, `sealtop replay FILE` opens the console.")
+    p.add_argument("file", metavar="FILE", help="session file")
+    p.add_argument("--summary", action="store_true", help="print the summary instead of opening the console")
+    p.set_defaults(func=_cmd_replay)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from engine.runner import replay_summary
+
+    if not args.summary:
+        raise CliError("headless replay needs --summary (the console replays: `sealtop replay FILE`)")
+    return replay_summary(args.file)
+
+
+def _add_bench_pipeline(bsub) -> None:
+    p = bsub.add_parser("pipeline", help="the whole engine on a preset: GPU busy %%, s/proof, memory vs model",
+                        description="Runs the engine on N jobs and reports seconds per proof, GPU busy %%, the "
+                        "gap between GPU wrapper and kernel time, and peak memory against the model "
+                        "(partition_workers + capacity + GPU slots) x bytes per partition + key. "
+                        "--matrix cuzk runs capacity {1, workers} x permit_release; --matrix dealloc runs "
+                        "sync against async.")
+    p.add_argument("--preset", default="tiny", help="chain-N, cubic, or a porep preset (default tiny)")
+    p.add_argument("--jobs", type=int, default=4, metavar="N", help="jobs (default 4)")
+    p.add_argument("--json", default=None, metavar="OUT", help="write the report as JSON")
+    p.add_argument("--config", default=None, metavar="FILE", help="base config (default: built-in defaults)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set partition_workers=4 (repeatable; TOML values)")
+    p.add_argument("--matrix", choices=("cuzk", "dealloc"), default=None, help="run a comparison table")
+    p.set_defaults(func=_cmd_bench_pipeline)
+
+
+def _overrides(pairs: Sequence[str]) -> dict:
+    import tomllib
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--set needs KEY=VALUE, got {pair!r}")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = value  # a bare word such as cpu or synthesized
+    return out
+
+
+def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
+    from engine.runner import bench_matrix, bench_pipeline
+
+    if args.jobs < 1:
+        raise CliError(f"--jobs must be at least 1, got {args.jobs}")
+    overrides = _overrides(args.set)
+    if args.matrix:
+        return bench_matrix(args.matrix, args.preset, args.jobs, args.json, args.config, overrides)
+    return bench_pipeline(args.preset, args.jobs, args.json, args.config, overrides)
+
+
 # ---------------------------------------------------------------- registry and main
-VERBS: list[Callable] = [_add_setup, _add_prove, _add_verify, _add_export, _add_bench]
-BENCH_VERBS: list[Callable] = [_add_bench_kernels, _add_bench_prove, _add_bench_synth]
+VERBS: list[Callable] = [_add_setup, _add_prove, _add_verify, _add_export, _add_run, _add_replay, _add_bench]
+BENCH_VERBS: list[Callable] = [_add_bench_kernels, _add_bench_prove, _add_bench_synth, _add_bench_pipeline]
 
 
 def build_parser() -> argparse.ArgumentParser:
