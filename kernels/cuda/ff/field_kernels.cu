@@ -1,0 +1,52 @@
+// Elementwise field kernels over design.md's storage layout: the Fr vector operations of the
+// Backend interface, plus Fp and Fp2 operations used to check the arithmetic on the device.
+// op codes: 0 add, 1 sub, 2 mul, 3 sqr, 4 inverse (0 -> 0), 5 neg, 6 from Montgomery, 7 to Montgomery.
+#include "bls12_381.cuh"
+
+template <class F>
+__device__ __forceinline__ void field_binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = F::load(a + i * F::WORDS);
+    F r;
+    switch (op) {
+        case 0: r = x + F::load(b + i * F::WORDS); break;
+        case 1: r = x - F::load(b + i * F::WORDS); break;
+        case 2: r = x * F::load(b + i * F::WORDS); break;
+        case 3: r = x.sqr(); break;
+        case 4: r = x.inv(); break;
+        case 5: r = x.neg(); break;
+        default: r = x; break;
+    }
+    r.store(out + i * F::WORDS);
+}
+
+template <class F>
+__device__ __forceinline__ void mont_convert(int to_mont, const uint32_t* a, uint32_t* out, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = F::load(a + i * F::WORDS);
+    (to_mont ? x.to_mont() : x.from_mont()).store(out + i * F::WORDS);
+}
+
+extern "C" {
+__global__ void fr_binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) { field_binop<Fr>(op, a, b, out, n); }
+__global__ void fp_binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) { field_binop<Fp>(op, a, b, out, n); }
+__global__ void fp2_binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) { field_binop<Fp2>(op, a, b, out, n); }
+__global__ void fr_convert(int to_mont, const uint32_t* a, uint32_t* out, uint64_t n) { mont_convert<Fr>(to_mont, a, out, n); }
+__global__ void fp_convert(int to_mont, const uint32_t* a, uint32_t* out, uint64_t n) { mont_convert<Fp>(to_mont, a, out, n); }
+
+// Fr multiply-throughput probe: each thread runs a chain of `iters` dependent multiplications.
+__global__ void fr_mul_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fr x = Fr::load(a + (i & 1023) * 8), y = x;
+    for (int k = 0; k < iters; k++) x = x * y;
+    x.store(out + i * 8);
+}
+__global__ void fp_mul_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
+    for (int k = 0; k < iters; k++) x = x * y;
+    x.store(out + i * 12);
+}
+}

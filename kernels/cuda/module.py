@@ -1,0 +1,70 @@
+"""Compile and cache the CUDA modules (NVRTC through cupy.RawModule, sm_90 on the H200).
+
+Each module is compiled once per process and kept; across processes CuPy's on-disk kernel cache
+(``CUPY_CACHE_DIR``) keeps the compiled cubin, keyed by the full assembled source and options.
+The first compilation of the MSM module takes tens of seconds; ``warm_up`` lets callers show
+progress around it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kernels.cuda.source import assemble
+
+MODULES = {
+    "field": "ff/field_kernels.cu",
+    "ntt": "ntt/ntt.cu",
+    "msm_g1": "msm/msm_g1.cu",
+    "msm_g2": "msm/msm_g2.cu",
+}
+OPTIONS = ("--std=c++17",)
+
+_lock = threading.Lock()
+_cache: dict[str, Any] = {}
+
+
+def module(name: str) -> Any:
+    """The loaded cupy.RawModule for one of MODULES (compiled on first use)."""
+    with _lock:
+        mod = _cache.get(name)
+        if mod is None:
+            import cupy
+
+            mod = cupy.RawModule(code=assemble(MODULES[name]), options=OPTIONS)
+            mod.compile()
+            _cache[name] = mod
+        return mod
+
+
+def kernel(module_name: str, fn: str) -> Any:
+    """One kernel (cupy.RawKernel-like callable) from a module."""
+    return module(module_name).get_function(fn)
+
+
+def _compile_in_child(name: str) -> str:
+    module(name)
+    return name
+
+
+def warm_up(parallel: bool = True, progress: Any = None) -> None:
+    """Compile (or load from CuPy's disk cache) every module now.
+
+    With parallel=True the modules are first compiled in separate processes (NVRTC is
+    single-threaded and the MSM modules take a minute or more each); they land in CuPy's disk
+    cache, from which this process then loads them in milliseconds.
+    """
+    names = [n for n in MODULES if n not in _cache]
+    if parallel and len(names) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=len(names), mp_context=mp.get_context("spawn")) as ex:
+            futs = [ex.submit(_compile_in_child, n) for n in names]
+            for f in as_completed(futs):
+                done = f.result()
+                if progress is not None:
+                    progress(done)
+    for name in names:
+        module(name)

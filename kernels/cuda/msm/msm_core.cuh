@@ -1,0 +1,260 @@
+// Pippenger multi-scalar multiplication for G1 and G2, with the 0/1 split of the scalars.
+//
+// Pipeline (host side in kernels/cuda/msm.py):
+//   msm_scalars      Fr Montgomery -> canonical integers, and a class per scalar: 0, 1 or other;
+//   *_sum_ones       points whose scalar is 1, summed with plain additions (no buckets);
+//   msm_histogram    signed c-bit digits of the "other" scalars, counted per (window, bucket);
+//   msm_scatter      a counting sort: (point index | sign << 31) grouped by bucket;
+//   msm_items        each bucket cut into work items of at most L entries (bounded per-thread
+//                    work even when many scalars share a digit);
+//   *_accumulate     one thread per item: XYZZ += affine point (negated for negative digits);
+//   *_bucket_sum     one thread per bucket: the sum of its items;
+//   *_segments       sum_b (b + 1) * bucket[b] over a slice of one window's buckets, as a running
+//                    sum plus lo * S for the slice's offset lo;
+//   *_reduce         sums consecutive runs of XYZZ points (slices -> windows, ones partials);
+//   *_finish         Horner over the windows (c doublings each), plus the ones sum, to affine.
+// Signed digits: d = bits + carry; if d > 2^(c-1) then d -= 2^c and carry 1. With
+// nwin = ceil(256 / c) windows no carry is left over, and a digit's magnitude is at most 2^(c-1),
+// so a window has 2^(c-1) buckets (bucket |d| - 1).
+#pragma once
+#include "../ec/xyzz.cuh"
+
+__device__ __forceinline__ uint32_t scalar_bits(const uint32_t s[8], int off, int c) {
+    int limb = off >> 5, sh = off & 31;
+    if (limb >= 8) return 0;
+    uint32_t v = s[limb] >> sh;
+    if (sh + c > 32 && limb + 1 < 8) v |= s[limb + 1] << (32 - sh);
+    return v & ((1u << c) - 1);
+}
+
+__device__ __forceinline__ void load_scalar(const uint32_t* canon, uint64_t p, uint32_t s[8]) {
+    const uint4* q = reinterpret_cast<const uint4*>(canon + p * 8);
+    uint4 a = q[0], b = q[1];
+    s[0] = a.x; s[1] = a.y; s[2] = a.z; s[3] = a.w; s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
+}
+
+#ifdef MSM_GENERIC_KERNELS
+extern "C" {
+
+__global__ void msm_scalars(const uint32_t* scalars, uint32_t* canon, uint8_t* cls, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr s = Fr::load(scalars + i * 8).from_mont();
+    s.store(canon + i * 8);
+    uint32_t hi = 0;
+    UNROLL for (int k = 1; k < 8; k++) hi |= s.v[k];
+    cls[i] = (hi == 0 && s.v[0] <= 1) ? (uint8_t)s.v[0] : (uint8_t)2;
+}
+
+__global__ void msm_histogram(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, int nwin, uint32_t* count) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m) return;
+    uint32_t p = idx ? idx[t] : t;
+    uint32_t s[8];
+    load_scalar(canon, p, s);
+    const uint32_t half = 1u << (c - 1), full = 1u << c;
+    uint32_t carry = 0;
+    for (int w = 0; w < nwin; w++) {
+        uint32_t raw = scalar_bits(s, w * c, c) + carry;
+        uint32_t mag = raw;
+        carry = 0;
+        if (raw > half) { mag = full - raw; carry = 1; }
+        if (mag) atomicAdd(&count[(uint64_t)w * half + mag - 1], 1u);
+    }
+}
+
+__global__ void msm_scatter(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, int nwin, uint32_t* cursor, uint32_t* sorted) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m) return;
+    uint32_t p = idx ? idx[t] : t;
+    uint32_t s[8];
+    load_scalar(canon, p, s);
+    const uint32_t half = 1u << (c - 1), full = 1u << c;
+    uint32_t carry = 0;
+    for (int w = 0; w < nwin; w++) {
+        uint32_t raw = scalar_bits(s, w * c, c) + carry;
+        uint32_t mag = raw, neg = 0;
+        carry = 0;
+        if (raw > half) { mag = full - raw; carry = 1; neg = 1; }
+        if (mag) {
+            uint32_t pos = atomicAdd(&cursor[(uint64_t)w * half + mag - 1], 1u);
+            sorted[pos] = p | (neg << 31);
+        }
+    }
+}
+
+// Work items: bucket b owns items item_off[b] .. item_off[b] + ceil(count[b] / L) - 1.
+__global__ void msm_items(const uint32_t* count, const uint32_t* bucket_off, const uint32_t* item_off, uint32_t nb, uint32_t L,
+                          uint32_t* item_start, uint32_t* item_end) {
+    uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nb) return;
+    uint32_t start = bucket_off[b], end = start + count[b], it = item_off[b];
+    for (uint32_t pos = start; pos < end; pos += L, it++) {
+        item_start[it] = pos;
+        item_end[it] = min(pos + L, end);
+    }
+}
+
+}  // extern "C"
+#endif  // MSM_GENERIC_KERNELS
+
+template <class F>
+__device__ __forceinline__ void sum_ones(const uint32_t* points, const uint8_t* cls, uint64_t n, uint32_t chunk, uint32_t* partial) {
+    typedef Affine<F> A;
+    typedef Xyzz<F> X;
+    uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t start = t * chunk;
+    if (start >= n) return;
+    uint64_t end = min(start + chunk, n);
+    X acc = X::infinity();
+    for (uint64_t i = start; i < end; i++)
+        if (cls[i] == 1) acc.add(A::load(points + i * A::WORDS));
+    acc.store(partial + t * X::WORDS);
+}
+
+template <class F>
+__device__ __forceinline__ void accumulate(const uint32_t* points, const uint32_t* sorted, const uint32_t* item_start, const uint32_t* item_end,
+                                           uint32_t nitems, uint32_t* partial) {
+    typedef Affine<F> A;
+    typedef Xyzz<F> X;
+    uint32_t it = blockIdx.x * blockDim.x + threadIdx.x;
+    if (it >= nitems) return;
+    X acc = X::infinity();
+    for (uint32_t pos = item_start[it], end = item_end[it]; pos < end; pos++) {
+        uint32_t v = sorted[pos];
+        A a = A::load(points + (uint64_t)(v & 0x7fffffffu) * A::WORDS);
+        if (a.is_inf()) continue;
+        if (v >> 31) a.y = a.y.neg();
+        acc.add_affine(a.x, a.y);
+    }
+    acc.store(partial + (uint64_t)it * X::WORDS);
+}
+
+template <class F>
+__device__ __forceinline__ void bucket_sum(const uint32_t* partial, const uint32_t* count, const uint32_t* item_off, uint32_t nb, uint32_t L,
+                                           uint32_t* buckets) {
+    typedef Xyzz<F> X;
+    uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nb) return;
+    uint32_t k = (count[b] + L - 1) / L, off = item_off[b];
+    X acc = X::infinity();
+    for (uint32_t j = 0; j < k; j++) acc.add(X::load(partial + (uint64_t)(off + j) * X::WORDS));
+    acc.store(buckets + (uint64_t)b * X::WORDS);
+}
+
+// Slice j of window w covers buckets [lo, lo + len): out = sum_b (b + 1) bucket[b] over the slice.
+template <class F>
+__device__ __forceinline__ void segments(const uint32_t* buckets, uint32_t half, uint32_t nseg, uint32_t nwin, uint32_t* out) {
+    typedef Xyzz<F> X;
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nseg * nwin) return;
+    uint32_t w = t / nseg, j = t % nseg, len = half / nseg, lo = j * len;
+    const uint32_t* base = buckets + (uint64_t)w * half * X::WORDS;
+    X S = X::infinity(), T = X::infinity();
+    for (int b = (int)(lo + len) - 1; b >= (int)lo; b--) {
+        S.add(X::load(base + (uint64_t)b * X::WORDS));
+        T.add(S);
+    }
+    // T = sum (b - lo + 1) bucket[b]; add lo * S.
+    X R = X::infinity();
+    for (int bit = 31; bit >= 0; bit--) {
+        R = R.dbl();
+        if ((lo >> bit) & 1) R.add(S);
+    }
+    R.add(T);
+    R.store(out + (uint64_t)t * X::WORDS);
+}
+
+template <class F>
+__device__ __forceinline__ void reduce(const uint32_t* in, uint64_t count, uint32_t per, uint32_t* out) {
+    typedef Xyzz<F> X;
+    uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t start = t * per;
+    if (start >= count) return;
+    uint64_t end = min(start + per, count);
+    X acc = X::infinity();
+    for (uint64_t i = start; i < end; i++) acc.add(X::load(in + i * X::WORDS));
+    acc.store(out + t * X::WORDS);
+}
+
+// One thread: sum_w 2^(c w) win[w] (+ extra), written affine.
+template <class F>
+__device__ __forceinline__ void finish(const uint32_t* win, int nwin, int c, const uint32_t* extra, uint32_t* out) {
+    typedef Xyzz<F> X;
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    X acc = X::infinity();
+    for (int w = nwin - 1; w >= 0; w--) {
+        if (w != nwin - 1)
+            for (int k = 0; k < c; k++) acc = acc.dbl();
+        acc.add(X::load(win + (uint64_t)w * X::WORDS));
+    }
+    if (extra) acc.add(X::load(extra));
+    acc.to_affine().store(out);
+}
+
+// Fixed base, setup: table[w][d - 1] = (d << (c w)) * base for d in [1, 2^c).
+template <class F>
+__device__ __forceinline__ void fixed_table(const uint32_t* base, int c, int nwin, uint32_t* table) {
+    typedef Affine<F> A;
+    typedef Xyzz<F> X;
+    uint32_t per = (1u << c) - 1;
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= per * (uint32_t)nwin) return;
+    uint32_t w = t / per, d = t % per + 1;
+    A g = A::load(base);
+    X acc = X::infinity();
+    for (int bit = c - 1; bit >= 0; bit--) {
+        acc = acc.dbl();
+        if ((d >> bit) & 1) acc.add(g);
+    }
+    for (int k = 0; k < c * (int)w; k++) acc = acc.dbl();
+    acc.to_affine().store(table + (uint64_t)t * A::WORDS);
+}
+
+template <class F>
+__device__ __forceinline__ void fixed_mul(const uint32_t* table, int c, int nwin, const uint32_t* scalars, uint64_t n, uint32_t* out) {
+    typedef Affine<F> A;
+    typedef Xyzz<F> X;
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr s = Fr::load(scalars + i * 8).from_mont();
+    uint32_t per = (1u << c) - 1;
+    X acc = X::infinity();
+    for (int w = 0; w < nwin; w++) {
+        uint32_t d = scalar_bits(s.v, w * c, c);
+        if (d) acc.add(A::load(table + ((uint64_t)w * per + d - 1) * A::WORDS));
+    }
+    acc.to_affine().store(out + i * A::WORDS);
+}
+
+// The bucket accumulation is the hot loop: cap its registers so that 4 blocks of 128 threads fit
+// on an SM (G1; G2 sets MSM_ACC_BOUNDS empty).
+#ifndef MSM_ACC_BOUNDS
+#define MSM_ACC_BOUNDS __launch_bounds__(128, 4)
+#endif
+
+#define MSM_GROUP_KERNELS(G, F)                                                                                              \
+    extern "C" __global__ void G##_sum_ones(const uint32_t* points, const uint8_t* cls, uint64_t n, uint32_t chunk,           \
+                                            uint32_t* partial) { sum_ones<F>(points, cls, n, chunk, partial); }                \
+    extern "C" __global__ void MSM_ACC_BOUNDS G##_accumulate(const uint32_t* points, const uint32_t* sorted, const uint32_t* s,             \
+                                              const uint32_t* e, uint32_t nitems, uint32_t* partial) {                     \
+        accumulate<F>(points, sorted, s, e, nitems, partial);                                                                \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_bucket_sum(const uint32_t* partial, const uint32_t* count, const uint32_t* item_off,     \
+                                              uint32_t nb, uint32_t L, uint32_t* buckets) {                                  \
+        bucket_sum<F>(partial, count, item_off, nb, L, buckets);                                                             \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_segments(const uint32_t* buckets, uint32_t half, uint32_t nseg, uint32_t nwin,           \
+                                            uint32_t* out) { segments<F>(buckets, half, nseg, nwin, out); }                  \
+    extern "C" __global__ void G##_reduce(const uint32_t* in, uint64_t count, uint32_t per, uint32_t* out) {                \
+        reduce<F>(in, count, per, out);                                                                                      \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_finish(const uint32_t* win, int nwin, int c, const uint32_t* extra, uint32_t* out) {     \
+        finish<F>(win, nwin, c, extra, out);                                                                                 \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_fixed_table(const uint32_t* base, int c, int nwin, uint32_t* table) {                    \
+        fixed_table<F>(base, c, nwin, table);                                                                                \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_fixed_mul(const uint32_t* table, int c, int nwin, const uint32_t* scalars, uint64_t n,    \
+                                             uint32_t* out) { fixed_mul<F>(table, c, nwin, scalars, n, out); }
+

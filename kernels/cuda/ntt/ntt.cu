@@ -1,0 +1,102 @@
+// Radix-2 NTT over Fr, natural order in and out, several stages per launch in shared memory.
+//
+// Decimation in time over a bit-reversed copy: the first pass gathers x[bitrev(g)] (for the
+// inverse, x[(n - bitrev(g)) mod n], since INTT(x)[g] = DFT(x[-i])[g] / n, so one twiddle table
+// serves both directions) into the output buffer; later passes work in place. A pass runs up to
+// 10 consecutive stages on 2^S elements held in shared memory: the elements whose index differs
+// only in bits [s0, s0 + S). Coset shift powers and 1/n are folded into the first pass's load and
+// the last pass's store as products of two small power tables (value = lo[i & mask] * hi[i >> bits]).
+#include "../ff/bls12_381.cuh"
+
+__device__ __forceinline__ Fr load_fr(const uint32_t* p, uint64_t i) {
+    const uint4* q = reinterpret_cast<const uint4*>(p + i * 8);
+    uint4 a = q[0], b = q[1];
+    Fr r;
+    r.v[0] = a.x; r.v[1] = a.y; r.v[2] = a.z; r.v[3] = a.w;
+    r.v[4] = b.x; r.v[5] = b.y; r.v[6] = b.z; r.v[7] = b.w;
+    return r;
+}
+
+__device__ __forceinline__ void store_fr(uint32_t* p, uint64_t i, const Fr& r) {
+    uint4* q = reinterpret_cast<uint4*>(p + i * 8);
+    q[0] = make_uint4(r.v[0], r.v[1], r.v[2], r.v[3]);
+    q[1] = make_uint4(r.v[4], r.v[5], r.v[6], r.v[7]);
+}
+
+__device__ __forceinline__ Fr ldg_fr(const uint32_t* p, uint64_t i) {
+    const uint4* q = reinterpret_cast<const uint4*>(p + i * 8);
+    uint4 a = __ldg(q), b = __ldg(q + 1);
+    Fr r;
+    r.v[0] = a.x; r.v[1] = a.y; r.v[2] = a.z; r.v[3] = a.w;
+    r.v[4] = b.x; r.v[5] = b.y; r.v[6] = b.z; r.v[7] = b.w;
+    return r;
+}
+
+__device__ __forceinline__ Fr table_power(const uint32_t* lo, const uint32_t* hi, int bits, uint64_t i) {
+    return ldg_fr(lo, i & ((1ull << bits) - 1)) * ldg_fr(hi, i >> bits);
+}
+
+extern "C" {
+
+// out[k] = lo[k & mask] * hi[k >> bits] for k < count: twiddle tables and coset power tables.
+__global__ void fr_power_table(uint32_t* out, uint64_t count, const uint32_t* lo, const uint32_t* hi, int bits) {
+    uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= count) return;
+    store_fr(out, k, table_power(lo, hi, bits, k));
+}
+
+__global__ void ntt_pass(const uint32_t* src, uint32_t* dst, uint64_t batch_stride, const uint32_t* W,
+                         int log_n, int s0, int S, int first, int inverse,
+                         const uint32_t* pre_lo, const uint32_t* pre_hi,
+                         const uint32_t* post_lo, const uint32_t* post_hi, int tab_bits) {
+    extern __shared__ uint32_t sm[];  // word-major: word w of element e at sm[w << S | e]
+    const uint32_t T = 1u << (S - 1);
+    const uint32_t tid = threadIdx.x;
+    const uint64_t n = 1ull << log_n;
+    const uint64_t b = blockIdx.x;
+    const uint64_t low = b & ((1ull << s0) - 1);
+    const uint64_t high = b >> s0;
+    const uint64_t base = (uint64_t)blockIdx.y * batch_stride;
+    src += base;
+    dst += base;
+
+    UNROLL for (int h = 0; h < 2; h++) {
+        uint32_t e = tid + h * T;
+        uint64_t g = (high << (s0 + S)) | ((uint64_t)e << s0) | low;
+        uint64_t from = g;
+        if (first) {
+            from = (uint64_t)(__brevll(g) >> (64 - log_n));
+            if (inverse) from = (n - from) & (n - 1);
+        }
+        Fr x = load_fr(src, from);
+        if (pre_lo != 0) x = x * table_power(pre_lo, pre_hi, tab_bits, from);
+        UNROLL for (int w = 0; w < 8; w++) sm[(w << S) | e] = x.v[w];
+    }
+
+    for (int tt = 0; tt < S; tt++) {
+        __syncthreads();
+        uint32_t hbit = 1u << tt;
+        uint32_t i = ((tid >> tt) << (tt + 1)) | (tid & (hbit - 1));
+        uint32_t k = i | hbit;
+        uint64_t j = ((uint64_t)(i & (hbit - 1)) << s0) | low;
+        int t = s0 + tt;
+        Fr w = ldg_fr(W, j << (log_n - 1 - t));
+        Fr u, v;
+        UNROLL for (int q = 0; q < 8; q++) { u.v[q] = sm[(q << S) | i]; v.v[q] = sm[(q << S) | k]; }
+        v = v * w;
+        Fr a = u + v, c = u - v;
+        UNROLL for (int q = 0; q < 8; q++) { sm[(q << S) | i] = a.v[q]; sm[(q << S) | k] = c.v[q]; }
+    }
+    __syncthreads();
+
+    UNROLL for (int h = 0; h < 2; h++) {
+        uint32_t e = tid + h * T;
+        uint64_t g = (high << (s0 + S)) | ((uint64_t)e << s0) | low;
+        Fr x;
+        UNROLL for (int w = 0; w < 8; w++) x.v[w] = sm[(w << S) | e];
+        if (post_lo != 0) x = x * table_power(post_lo, post_hi, tab_bits, g);
+        store_fr(dst, g, x);
+    }
+}
+
+}  // extern "C"

@@ -1,0 +1,48 @@
+"""Groth16's quotient polynomial on the device: H's coefficients from the a, b, c evaluations.
+
+The same sequence of operations as engine/groth16/prove.py's prove_start, so the result is
+bit-identical to the one through the Backend interface, but a, b and c are uploaded once and
+transformed as one batch:
+    coefficients = INTT(v)                for v in (a, b, c)   (one batched launch per pass)
+    on the coset = coset NTT(coefficients)                     (batched)
+    d            = a' * b' - c'           (on the coset)
+    h            = inverse coset NTT(d)   (still to be scaled by 1 / (g^n - 1), as the engine does)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernels.cuda import ntt as _ntt
+from kernels.cuda.module import kernel
+
+
+def _cp() -> Any:
+    import cupy
+
+    return cupy
+
+
+def h_coefficients(a: Any, b: Any, c: Any, n: int) -> Any:
+    """Device uint64[n, 4]: inverse coset NTT of (A·B − C) on the coset, from evaluations on
+    <omega> (each of a, b, c uint64[<= n, 4], zero-padded to n; host or device arrays)."""
+    cp = _cp()
+    if n & (n - 1) or n < 1:
+        raise ValueError(f"domain size must be a power of two, got {n}")
+    abc = cp.zeros((3, n, 4), dtype=cp.uint64)
+    for i, v in enumerate((a, b, c)):
+        if v.shape[0] > n or v.shape[1:] != (4,):
+            raise ValueError(f"evaluation vector {i} has shape {tuple(v.shape)}, domain is {n}")
+        abc[i, : v.shape[0]] = cp.asarray(v, dtype=cp.uint64)
+    coeffs = _ntt.ntt(abc, inverse=True)
+    coset = _ntt.ntt(coeffs, coset=True)
+    del coeffs, abc
+    binop = kernel("field", "fr_binop")
+    grid, block = ((n + 255) // 256,), (256,)
+    d = cp.empty((n, 4), dtype=cp.uint64)
+    binop(grid, block, (np.int32(2), coset[0], coset[1], d, np.uint64(n)))  # a' * b'
+    binop(grid, block, (np.int32(1), d, coset[2], d, np.uint64(n)))  # - c' (elementwise, in place)
+    del coset
+    return _ntt.ntt(d, inverse=True, coset=True)

@@ -1,0 +1,188 @@
+"""Build, check and time the cuda backend in one run, for a lent GPU machine.
+
+    python scripts/gpu_check.py OUTDIR [--cache DIR] [--phases compile,tests,probe,bench]
+                                [--bench SPEC] [--repeat N] [--test-args ARGS]
+
+Writes into OUTDIR (all flat files, so they come back from a device run):
+  log.txt         everything printed, with timestamps;
+  tests.txt       pytest's output for tests/test_cuda_*.py (the host-only ones included);
+  results.json    compile times, arithmetic probes, benchmark rows;
+  summary.md      the benchmark table (ratio to sppark where ../shared/anchors.md has a figure);
+  cupy_cache.tar.gz  CuPy's compiled-kernel cache (CUPY_CACHE_DIR), to carry into the next run.
+The cache directory (--cache, default .cupycache in the repo root) is used as CUPY_CACHE_DIR, so a
+run that starts with the previous run's cache skips the NVRTC compilations (minutes).
+--bench takes 'msm_g1=16,20,24 ntt=20,24' (log2 sizes per kernel); 'default' means the full set;
+'msm_g1_windows=24:16,18,20' times one size with several window widths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+class Tee:
+    def __init__(self, path: Path) -> None:
+        self.f = path.open("a")
+        self.t0 = time.time()
+
+    def __call__(self, msg: str) -> None:
+        line = f"[{time.time() - self.t0:7.1f}s] {msg}"
+        print(line, flush=True)
+        self.f.write(line + "\n")
+        self.f.flush()
+
+
+def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[int]]]:
+    from kernels.cuda.bench import DEFAULT_SIZES
+
+    sizes: dict[str, list[int]] = {}
+    windows: dict[int, list[int]] = {}
+    for tok in spec:
+        if tok == "default":
+            sizes.update({k: list(v) for k, v in DEFAULT_SIZES.items()})
+            continue
+        k, _, v = tok.partition("=")
+        if k == "msm_g1_windows":
+            lg, _, ws = v.partition(":")
+            windows[int(lg)] = [int(w) for w in ws.split(",")]
+        else:
+            sizes[k] = [int(x) for x in v.split(",") if x]
+    return sizes, windows
+
+
+def probe_rates(log: Tee) -> dict[str, float]:
+    """Fr and Fp multiplication rates: chains of dependent products, CUDA-event timed."""
+    import cupy as cp
+    import numpy as np
+
+    from kernels.cuda.bench import random_fr_device, time_device
+    from kernels.cuda.module import kernel
+
+    out: dict[str, float] = {}
+    threads, iters = 132 * 8 * 256, 2000
+    src = random_fr_device(1024 * 3)  # enough words for Fp too (values < p since top limb small)
+    dst = cp.empty((threads, 6), dtype=cp.uint64)
+    for name in ("fr_mul_chain", "fp_mul_chain"):
+        fn = kernel("field", name)
+        runs = time_device(lambda: fn((threads // 256,), (256,), (src, dst, np.int32(iters))), 3)
+        ms = sorted(runs)[len(runs) // 2]
+        rate = threads * iters / (ms / 1e3)
+        out[name] = rate
+        log(f"probe {name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms)")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("--cache", default=str(ROOT / ".cupycache"))
+    ap.add_argument("--phases", default="compile,tests,probe,bench")
+    ap.add_argument("--bench", nargs="*", default=["default"])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--test-args", default="")
+    ap.add_argument("--test-timeout", type=int, default=300)
+    args = ap.parse_args()
+
+    out = Path(args.outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = Path(args.cache).resolve()
+    cache.mkdir(parents=True, exist_ok=True)
+    os.environ["CUPY_CACHE_DIR"] = str(cache)
+    log = Tee(out / "log.txt")
+    phases = set(args.phases.split(","))
+    results: dict[str, object] = {"phases": sorted(phases), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+
+    def save() -> None:
+        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+
+    try:
+        import cupy as cp
+
+        dev = cp.cuda.runtime.getDeviceProperties(0)
+        results["device"] = {"name": dev["name"].decode(), "sms": dev["multiProcessorCount"], "cc": f"{dev['major']}.{dev['minor']}"}
+        results["cupy"] = cp.__version__
+        log(f"device {results['device']}, cupy {cp.__version__}, cache {cache} ({len(list(cache.iterdir()))} files)")
+
+        if "compile" in phases:
+            from kernels.cuda import module
+
+            t0 = time.time()
+            module.warm_up(parallel=True, progress=lambda n: log(f"compiled {n} ({time.time() - t0:.1f}s)"))
+            results["compile_s"] = time.time() - t0
+            log(f"all modules ready in {results['compile_s']:.1f}s")
+            save()
+
+        if "tests" in phases:
+            cmd = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider",
+                   "tests/test_cuda_host_ff.py", "tests/test_cuda_host_finish.py", "tests/test_cuda_ff.py", "tests/test_cuda_ntt.py", "tests/test_cuda_msm.py"]
+            cmd += args.test_args.split()
+            log("running " + " ".join(cmd[2:]))
+            t0 = time.time()
+            try:
+                p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.test_timeout)
+                text, rc = p.stdout + p.stderr, p.returncode
+            except subprocess.TimeoutExpired as exc:
+                text, rc = f"{exc.stdout or ''}{exc.stderr or ''}\nTIMEOUT after {args.test_timeout}s", -1
+            (out / "tests.txt").write_text(text if isinstance(text, str) else text.decode())
+            tail = [ln for ln in str(text).splitlines() if ln.strip()][-1:] or ["(no output)"]
+            results["tests"] = {"rc": rc, "s": time.time() - t0, "last": tail[0]}
+            log(f"tests rc={rc} in {time.time() - t0:.1f}s: {tail[0]}")
+            for ln in str(text).splitlines():
+                if ln.startswith(("FAILED", "ERROR")):
+                    log("  " + ln[:300])
+            save()
+
+        if "probe" in phases:
+            results["probe"] = probe_rates(log)
+            save()
+
+        if "bench" in phases:
+            from kernels.cuda.bench import bench_msm, device_bench
+
+            sizes, windows = parse_bench(args.bench)
+            rows = []
+            for lg, ws in windows.items():
+                for w in ws:
+                    r = bench_msm("g1", lg, args.repeat, window=w)
+                    log(f"G1 MSM 2^{lg} window {w}: {r['ms']:.2f} ms; phases {r.get('phases_ms')}")
+                    rows.append(r)
+                    save()
+            order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2") if k in sizes]
+            for k in order:
+                got = device_bench([k], {k: sizes[k]}, args.repeat, log=log)
+                for r in got:
+                    log(f"{r['title']} 2^{r['log_n']}: {r['ms']:.3f} ms" + (f" (x{r['ratio']:.2f} sppark)" if r["ratio"] else "")
+                        + (f" window {r['window']} phases {r['phases_ms']}" if "phases_ms" in r else ""))
+                rows.extend(got)
+                results["bench"] = rows
+                save()
+            from kernels.bench import format_table
+
+            table = format_table(rows)
+            (out / "summary.md").write_text(table + "\n")
+            print(table)
+    except Exception as exc:  # keep what was gathered
+        import traceback
+
+        log("FAILED: " + "".join(traceback.format_exception(exc))[-3000:])
+        results["error"] = repr(exc)
+    finally:
+        save()
+        with tarfile.open(out / "cupy_cache.tar.gz", "w:gz") as tf:
+            tf.add(cache, arcname="cupycache")
+        log(f"cache saved ({sum(f.stat().st_size for f in cache.iterdir()) / 1e6:.1f} MB)")
+    return 0 if "error" not in results else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
