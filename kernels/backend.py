@@ -34,6 +34,11 @@ class Backend(Protocol):
     # coset=True evaluates on FR_COSET_SHIFT·<omega> (forward) or interpolates from it (inverse).
     def ntt(self, a: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray: ...
 
+    # Groth16's H before the 1/(g^n - 1) scale: from evaluations a, b, c on <omega> (each
+    # uint64[<= n, 4], zero-padded to n), the inverse coset NTT of (A·B − C) on the coset.
+    # One call so a device backend uploads a, b, c once and transforms them as a batch.
+    def h_coefficients(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, n: int) -> np.ndarray: ...
+
     # Keep a point table where the MSMs run (device memory for cuda; the array itself for cpu).
     def resident(self, points: np.ndarray) -> Any: ...
 

@@ -96,12 +96,6 @@ def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:
     return {k: _query(getattr(pk, k), backend) for k in ("a", "b_g1", "b_g2", "l", "h")}
 
 
-def _pad(x: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros((n, 4), np.uint64)
-    out[: len(x)] = x
-    return out
-
-
 def _scalar_rows(values: list[int]) -> np.ndarray:
     return to_mont_fr([v % R_MOD for v in values])
 
@@ -133,14 +127,7 @@ def prove_start(
     tm: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    coset = []
-    for v in (a, b, c):
-        coeffs = backend.ntt(_pad(v, n), inverse=True)
-        coset.append(backend.ntt(coeffs, coset=True))
-    ab_c = backend.fr_sub(backend.fr_mul(coset[0], coset[1]), coset[2])
-    del coset
-    h = backend.ntt(ab_c, inverse=True, coset=True)
-    del ab_c
+    h = backend.h_coefficients(a, b, c, n)
     tm["ntt"] = (time.perf_counter() - t0) * 1e3
 
     def timed(key: str, fn, *args):

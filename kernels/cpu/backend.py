@@ -39,6 +39,21 @@ class CpuBackend:
     def ntt(self, a: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
         return _ntt.ntt(a, inverse=inverse, coset=coset)
 
+    def h_coefficients(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, n: int) -> np.ndarray:
+        """Groth16's H (before the 1/(g^n - 1) scale) from evaluations on <omega>."""
+        if n < 1 or n & (n - 1):
+            raise ValueError(f"domain size must be a power of two, got {n}")
+        coset = []
+        for v in (a, b, c):
+            if v.ndim != 2 or v.shape[1] != 4 or v.shape[0] > n:
+                raise ValueError(f"evaluation vector has shape {list(v.shape)}, domain is {n}")
+            padded = np.zeros((n, 4), np.uint64)
+            padded[: v.shape[0]] = v
+            coset.append(_ntt.ntt(_ntt.ntt(padded, inverse=True), coset=True))
+        ab_c = fr_vec.sub(fr_vec.mul(coset[0], coset[1]), coset[2])
+        del coset
+        return _ntt.ntt(ab_c, inverse=True, coset=True)
+
     def resident(self, points: np.ndarray) -> Any:
         """Host memory is where the CPU MSM runs, so the table is used as it is."""
         return points
