@@ -54,7 +54,7 @@ def _grid(n: int, block: int = BLOCK) -> tuple[int]:
 def default_window(m: int, group: str) -> int:
     """Window bits c for a tail of m scalars: log2(m) - 8, between 4 and 16.
 
-    Measured on the H200 (2026-11-30, G1, 2^24 points, docs/BENCHMARKS_GPU.md): c = 16 took
+    Measured on the H200 (2026-11-30, G1, 2^24 points, docs/BENCHMARKS.md): c = 16 took
     317 ms, c = 15 393 ms, c = 14 541 ms; before the bucket phases were reworked, c = 18 took
     1096 ms and c = 20 1289 ms. c = 16 also leaves the top window a full 15 bits, so no bucket is
     heavy (see HEAVY_ITEMS).
