@@ -50,6 +50,7 @@ from engine.telemetry.memory import host_info
 from engine.telemetry.nvml import gpu_list
 from engine.telemetry.sampler import Sampler
 from engine.telemetry.timers import PartitionTimers, SessionClock
+from engine.warmup import ensure_warm
 
 
 MAX_ATTEMPTS = 3  # a partition whose worker dies this many times fails
@@ -220,6 +221,7 @@ class Engine:
             raise EngineError("engine already started")
         self._started = True
         sweep_stale()
+        ensure_warm(self.progress)  # compile once here, not in every worker at once
         gpus = gpu_list()
         cfg = self.config.to_dict()
         cfg["backend_in_use"] = self._backend
