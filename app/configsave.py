@@ -1,0 +1,74 @@
+"""Saving the live knobs back into the operator's TOML config with tomlkit.
+
+tomlkit edits the parsed document in place, so comments, ordering, blank lines and the
+operator's spelling of values (a size written as "8GiB" stays a size string) survive. The file
+is replaced atomically so that a crash mid-write cannot leave half a config.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+TABLE = "engine"  # engine/config.py keeps the live knobs in [engine]
+SAVED_KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
+
+
+class ConfigSaveError(Exception):
+    """The config could not be written; str() is one line for the log."""
+
+
+def _size_string(n: int) -> str:
+    try:
+        from engine.config import format_size
+
+        s = format_size(n)
+        return "0" if s == "unlimited" else s
+    except ImportError:
+        return str(n)
+
+
+def save_knobs(path: str | os.PathLike[str], knobs: dict[str, Any]) -> list[str]:
+    """Write the knobs into [engine] of the TOML file at path (created if absent).
+
+    Returns the names of the keys whose value changed.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8") if p.exists() else ""
+        doc = tomlkit.parse(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigSaveError(f"cannot read {p}: {exc}") from None
+    except Exception as exc:  # tomlkit's parse errors
+        raise ConfigSaveError(f"{p} is not valid TOML, not saving: {exc}") from None
+    table = doc.get(TABLE)
+    if table is None:
+        table = tomlkit.table()
+        doc[TABLE] = table
+    changed: list[str] = []
+    for name in SAVED_KNOBS:
+        if name not in knobs or knobs[name] is None:
+            continue
+        value = knobs[name]
+        old = table.get(name)
+        if name == "memory_budget" and isinstance(old, str):
+            value = _size_string(int(value))
+        if old is not None and (old == value or str(old) == str(value)):
+            continue
+        table[name] = value
+        changed.append(name)
+    if not changed and p.exists():
+        return changed
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(tomlkit.dumps(doc))
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise ConfigSaveError(f"cannot write {p}: {exc.strerror or exc}") from None
+    return changed

@@ -1,0 +1,664 @@
+"""The Textual application: one app for live, replay and compare modes.
+
+- live: a thread worker builds the embedded Engine (slow the first time: JIT and keys), then
+  reads its subscribe() queue and posts batches of events as messages; the reducer folds them
+  into the state on the UI thread. Tuning keys call the Engine API; the engine confirms each
+  change with a `knob` event, which is what the log shows.
+- replay: a ReplayController feeds the same reducer from a recorded session at ×1..×64.
+- compare: two sessions reduced to their final states, side by side.
+
+Panels are redrawn on a refresh timer (adjustable), never per event, so a busy engine does not
+drive the console's CPU use.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from app.replay import ReplayController
+from app.session_io import Session
+from app.state import DashboardState, LogEntry, apply, budget_bytes, fmt_bytes, reduce
+from app.widgets.header import HeaderContext
+from app.widgets.render import Palette
+from themes import DEFAULT_THEME, THEME_NAMES, THEMES
+
+REFRESH_CHOICES = (0.1, 0.25, 0.5, 1.0, 2.0)
+REPLAY_TICK = 0.05  # s between replay clock advances
+GiB = 2**30
+
+
+class EngineEvents(Message):
+    """A batch of events read from the engine's queue (posted from the bridge thread)."""
+
+    def __init__(self, events: list[dict]) -> None:
+        super().__init__()
+        self.events = events
+
+
+class EngineStatus(Message):
+    """The bridge's own news: engine built, started, failed or stopped."""
+
+    def __init__(self, text: str, level: str = "info", engine: Any = None, state: str = "") -> None:
+        super().__init__()
+        self.text, self.level, self.engine, self.state = text, level, engine, state
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, while sys.stderr is the real one.
+
+    While Textual runs, sys.stderr is a capture object whose fileno() is -1; the tracker, which
+    the engine's first spawned worker or shared-memory segment would start, passes stderr's fd
+    to its process and fails with "bad value(s) in fds_to_keep".
+    """
+    try:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001 - the engine reports its own start failure
+        pass
+
+
+class SubmitDone(Message):
+    """A submission finished in its thread; error is empty on success."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class SealtopApp(App):
+    """sealtop's console."""
+
+    CSS_PATH = "sealtop.tcss"
+    TITLE = "sealtop"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", id="help"),
+        Binding("f1", "help", "Help", show=False, id="help-f1"),
+        Binding("t", "next_theme", "Theme", id="theme"),
+        Binding("r", "refresh_rate", "Refresh interval", show=False, id="refresh-rate"),
+    ]
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        engine_factory: Callable[[], Any] | None = None,
+        config: Any = None,
+        config_path: str | None = None,
+        session: Session | None = None,
+        sessions: tuple[Session, Session] | None = None,
+        readonly: bool = False,
+        record: str | None = None,
+        refresh: float = 1.0,
+        theme: str | None = None,
+        autoplay: bool = True,
+        autofeed: int = 0,
+        unavailable: str = "",
+    ) -> None:
+        super().__init__()
+        self.mode = mode  # live | replay | compare
+        self.engine_factory = engine_factory
+        self.engine: Any = None
+        self.config = config
+        self.config_path = config_path
+        self.readonly = readonly
+        self.record = record
+        self.refresh_s = refresh
+        self.autofeed = autofeed  # keep this many jobs in flight (live); 0 = off
+        self.notice = unavailable
+        self._live = DashboardState()
+        self._dirty = True
+        self._bar_dirty = False
+        self._engine_failed = False
+        self._engine_queue: Any = None
+        self._pal = Palette()
+        self._pal_theme = ""
+        self._submitted = 0
+        self._submitting = 0
+        self._recorder: Any = None
+        self.session = session
+        self.sessions = sessions
+        self.controller: ReplayController | None = None
+        if mode == "replay" and session is not None:
+            self.controller = ReplayController(session.events)
+            if autoplay:
+                self.controller.playing = True
+            else:
+                self.controller.to_end()
+        self._last_tick = time.monotonic()
+        self._start_theme = theme or DEFAULT_THEME
+        if mode == "live" and engine_factory is not None:
+            _start_resource_tracker()
+
+    # ---- state access ---------------------------------------------------------------------
+
+    @property
+    def state(self) -> DashboardState:
+        if self.controller is not None:
+            return self.controller.state
+        return self._live
+
+    @property
+    def can_tune(self) -> bool:
+        return self.mode == "live" and not self.readonly and self.engine is not None
+
+    def request_render(self) -> None:
+        """Mark the views stale and redraw on the next frame (after operator actions, and once a
+        screen has mounted). What the operator did shows at once: the proofs table skips its
+        rebuild throttle for this redraw."""
+        self._dirty = True
+        from app.widgets.proofs import ProofsTable
+
+        for s in self.screen_stack:
+            for table in s.query(ProofsTable):
+                table.refilter()
+        self.call_after_refresh(self.render_views)
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = self._start_theme if self._start_theme in self.available_themes else DEFAULT_THEME
+        if self.mode == "compare" and self.sessions:
+            from app.screens.compare import CompareScreen
+
+            a, b = self.sessions
+            self.push_screen(CompareScreen(reduce(a.events), reduce(b.events), a.name, b.name))
+        else:
+            from app.screens.dashboard import DashboardScreen
+
+            self.push_screen(DashboardScreen())
+        self._refresh_timer = self.set_interval(self.refresh_s, self._on_refresh)
+        if self.mode == "replay":
+            self.set_interval(REPLAY_TICK, self._on_replay_tick)
+        if self.mode == "live":
+            if self.engine_factory is not None:
+                self.notice = self.notice or "engine starting… (first run compiles kernels and makes keys)"
+                self.run_engine()
+            else:
+                self._local_log("error", self.notice or "embedded engine unavailable")
+        self.request_render()
+
+    def watch_theme(self, theme: str) -> None:
+        self._dirty = True
+        self.call_after_refresh(self.render_views)
+
+    async def action_quit(self) -> None:
+        self._shutdown_engine()
+        self.exit()
+
+    def on_unmount(self) -> None:
+        """However the app ends (q, ctrl+c, a test's exit), stop the engine and the recorder."""
+        self._shutdown_engine()
+
+    def _shutdown_engine(self) -> None:
+        eng, self.engine = self.engine, None
+        self.workers.cancel_group(self, "engine")
+        if eng is not None:
+            try:
+                eng.stop(drain=False)
+            except Exception:  # noqa: BLE001 - quitting must not fail
+                pass
+        if self._recorder is not None:
+            try:
+                self._recorder.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._recorder = None
+
+    # ---- the engine bridge (thread worker) ------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
+    def run_engine(self) -> None:
+        """Build and start the engine, then pump its event queue into messages."""
+        worker = get_current_worker()
+        self._bridge_tid = threading.get_native_id()  # for the console CPU benchmark
+        try:
+            engine = self.engine_factory()  # type: ignore[misc]
+            q = engine.subscribe()
+            self._engine_queue = q
+            engine.start()
+        except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
+            self.post_message(EngineStatus(f"engine failed to start: {exc}", "error", state="unavailable"))
+            return
+        recorder = None
+        if self.record:
+            try:
+                from engine.session import SessionRecorder
+
+                recorder = SessionRecorder(self.record)
+            except Exception as exc:  # noqa: BLE001
+                self.post_message(EngineStatus(f"cannot record to {self.record}: {exc}", "error"))
+        self._recorder = recorder
+        self.post_message(EngineStatus("engine started", engine=engine, state="running"))
+        while not worker.is_cancelled:
+            try:
+                ev = q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            batch = [ev]
+            try:
+                while len(batch) < 2000:
+                    batch.append(q.get_nowait())
+            except queue.Empty:
+                pass
+            stop = any(e is None for e in batch)
+            batch = [e for e in batch if isinstance(e, dict)]
+            if recorder is not None:
+                try:
+                    for e in batch:
+                        recorder.write(e)
+                except (ValueError, OSError) as exc:  # closed at exit, or the disk failed
+                    recorder = None
+                    self.post_message(EngineStatus(f"recording stopped: {exc}", "warn"))
+            if batch:
+                self.post_message(EngineEvents(batch))
+            if stop:
+                self.post_message(EngineStatus("engine stopped", "warn", state="stopped"))
+                return
+
+    @work(thread=True, group="engine-stop", exit_on_error=False)
+    def stop_engine(self, drain: bool = True) -> None:
+        """Stop the engine off the UI thread; the bridge then delivers every event the engine
+        emitted before it stopped (a None marks the end of its queue) and ends."""
+        eng = self.engine
+        if eng is None:
+            return
+        try:
+            eng.stop(drain=drain)
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(EngineStatus(f"engine stop failed: {exc}", "error"))
+        q = getattr(self, "_engine_queue", None)
+        if q is not None:
+            q.put(None)
+
+    @on(EngineEvents)
+    def _on_engine_events(self, message: EngineEvents) -> None:
+        for ev in message.events:
+            apply(self._live, ev)
+            if ev.get("kind") == "session_start":
+                self.notice = ""
+        self._dirty = True
+
+    @on(EngineStatus)
+    def _on_engine_status(self, message: EngineStatus) -> None:
+        if message.engine is not None:
+            self.engine = message.engine
+            self.notice = "" if self._live.started else "engine started; waiting for its first events…"
+            self._feed()
+        if message.state == "unavailable":
+            self.notice = message.text
+            self._engine_failed = True
+        if message.state == "stopped":
+            self._live.stopped = True
+            self.engine = None
+        self._local_log(message.level, message.text)
+        self.screen.refresh_bindings()  # tuning keys become available (or not)
+
+    def _local_log(self, level: str, text: str) -> None:
+        """A console-side log line (actions and their outcome) beside the engine's events."""
+        self.state.log.append(LogEntry(self.state.t, level, text))
+        self._dirty = True
+
+    # ---- refresh --------------------------------------------------------------------------
+
+    def _on_refresh(self) -> None:
+        if self.mode == "live" and self.autofeed:
+            self._feed()
+        self.render_views()
+
+    def _on_replay_tick(self) -> None:
+        now = time.monotonic()
+        dt, self._last_tick = now - self._last_tick, now
+        if self.controller is not None and self.controller.playing:
+            if self.controller.advance(dt):
+                self._dirty = True
+            self._bar_dirty = True
+
+    def header_context(self) -> HeaderContext:
+        c = self.controller
+        replay = ""
+        if c is not None:
+            icon = "▶" if c.playing else "⏸"
+            replay = f"{icon} ×{c.speed}  {c.clock:.2f}/{c.duration:.2f} s"
+        return HeaderContext(
+            mode="unavailable"
+            if self.mode == "live" and (self.engine_factory is None or self._engine_failed)
+            else self.mode,
+            recording=self.record if self._recorder is not None else None,
+            readonly=self.readonly or self.mode != "live",
+            refresh=self.refresh_s,
+            replay=replay,
+            notice=self.notice,
+        )
+
+    def replay_bar(self) -> str:
+        c = self.controller
+        if c is None:
+            return ""
+        width = 40
+        frac = c.clock / c.duration if c.duration else 1.0
+        full = int(round(frac * width))
+        icon = "▶ playing" if c.playing else "⏸ paused "
+        return (
+            f" {icon}  ×{c.speed:<2}  {c.clock:7.2f} / {c.duration:.2f} s  "
+            f"{'█' * full}{'░' * (width - full)}  event {c.pos}/{len(c.events)}   "
+            "space play/pause · [ ] step · < > speed · g seek · G end"
+        )
+
+    def render_views(self) -> None:
+        """Redraw whatever screen is showing, if anything changed since the last redraw."""
+        bar_dirty = getattr(self, "_bar_dirty", False)
+        if not (self._dirty or bar_dirty):
+            return
+        if self._pal_theme != self.theme:  # one Palette per theme: views cache by it
+            self._pal, self._pal_theme = Palette.from_theme(self.current_theme), self.theme
+        pal = self._pal
+        from app.screens.compare import CompareScreen
+        from app.screens.dashboard import DashboardScreen
+        from app.screens.detail import DetailScreen
+
+        drawn = False
+        # The dashboard stays current under a detail or help screen.
+        for s in self.screen_stack:
+            if not s.is_mounted:
+                continue
+            try:
+                if isinstance(s, DashboardScreen):
+                    s.show_state(self.state, pal, self.header_context(), self.replay_bar())
+                    drawn = True
+                elif isinstance(s, DetailScreen):
+                    s.show_state(self.state, pal)
+                    drawn = True
+                elif isinstance(s, CompareScreen):
+                    s.show_state(pal)
+                    drawn = True
+            except NoMatches:  # a screen still composing, or being torn down at exit
+                continue
+        if drawn:  # before the first screen mounts, stay dirty so its mount draws it
+            self._dirty = self._bar_dirty = False
+            from app.widgets.proofs import ProofsTable
+
+            if any(t.pending for s in self.screen_stack for t in s.query(ProofsTable)):
+                self._dirty = True  # a deferred table rebuild: try again next tick
+
+    # ---- actions shared by screens --------------------------------------------------------
+
+    def action_help(self) -> None:
+        from app.screens.help import HelpScreen
+
+        if type(self.screen).__name__ == "HelpScreen":
+            return
+        self.push_screen(HelpScreen(self.screen))
+
+    def action_next_theme(self) -> None:
+        names = list(THEME_NAMES)
+        i = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(i + 1) % len(names)]
+        self.notify(f"theme {self.theme}", timeout=1.5)
+
+    def action_refresh_rate(self) -> None:
+        choices = list(REFRESH_CHOICES)
+        i = choices.index(self.refresh_s) if self.refresh_s in choices else 1
+        self.set_refresh(choices[(i + 1) % len(choices)])
+
+    def set_refresh(self, seconds: float) -> None:
+        self.refresh_s = seconds
+        self._refresh_timer.stop()
+        self._refresh_timer = self.set_interval(seconds, self._on_refresh)
+        self._local_log("info", f"refresh interval {seconds:g} s")
+        self.request_render()
+
+    def open_detail(self, job: int) -> None:
+        from app.screens.detail import DetailScreen
+
+        self.push_screen(DetailScreen(job))
+
+    # ---- live tuning ------------------------------------------------------------------------
+
+    def _refuse(self) -> bool:
+        if self.can_tune:
+            return False
+        why = ("read-only console (--readonly)" if self.readonly
+               else "not available in replay" if self.mode != "live" else "engine not running")
+        self.notify(f"tuning disabled: {why}", severity="warning")
+        return True
+
+    def set_knob(self, name: str, value: Any) -> bool:
+        """Ask the engine to change a knob; the engine's knob event confirms it in the log."""
+        if self._refuse():
+            return False
+        try:
+            self.engine.set_knob(name, value)
+        except Exception as exc:  # noqa: BLE001 - the engine says why; show it
+            self._local_log("error", f"{name} = {value} refused: {exc}")
+            self.notify(f"{name}: {exc}", severity="error")
+            self.request_render()
+            return False
+        shown = fmt_bytes(value) if name == "memory_budget" and value else value
+        self.notify(f"{name} → {shown}", timeout=2)
+        return True
+
+    def nudge_knob(self, name: str, direction: int) -> None:
+        """One step of a knob: ±1 for counts, ±1 GiB for the memory budget."""
+        if self._refuse():
+            return
+        cur = self.state.knobs.get(name)
+        if name == "memory_budget":
+            b = budget_bytes(cur)
+            if b is None:  # unlimited: start from the current use, rounded up
+                if direction > 0:
+                    self.notify("memory budget is unlimited", severity="warning")
+                    return
+                b = (self.state.mem_total // GiB + 2) * GiB
+            new = max(GiB, (b // GiB + direction) * GiB)
+        else:
+            new = max(1, int(cur or 1) + direction)
+        if new != cur:
+            self.set_knob(name, new)
+
+    def toggle_pause(self) -> None:
+        if self._refuse():
+            return
+        try:
+            if self.state.paused:
+                self.engine.resume()
+            else:
+                self.engine.pause()
+        except Exception as exc:  # noqa: BLE001
+            self._local_log("error", f"pause/resume failed: {exc}")
+        self.request_render()
+
+    def submit_job(self, quiet: bool = False) -> None:
+        """Submit one job of the config's preset. engine.submit may make or load the proving
+        key (seconds the first time), so it runs in a thread and the header says so."""
+        if not quiet and self._refuse():
+            return
+        if self.engine is None:
+            return
+        self._submitting += 1
+        self._submitted += 1
+        if not self._live.jobs:
+            self.notice = "preparing the first job: compiling kernels and making/loading keys…"
+        self._submit_in_thread(self.engine)
+        self.request_render()
+
+    @work(thread=True, group="submit", exit_on_error=False)
+    def _submit_in_thread(self, engine: Any) -> None:
+        from app.live import make_job
+
+        try:
+            engine.submit(make_job(engine, self.config))
+        except Exception as exc:  # noqa: BLE001 - the engine says why; the log shows it
+            self.post_message(SubmitDone(f"submit failed: {exc}"))
+        else:
+            self.post_message(SubmitDone(""))
+
+    @on(SubmitDone)
+    def _on_submit_done(self, message: SubmitDone) -> None:
+        self._submitting -= 1
+        if self.notice.startswith("preparing the first job"):
+            self.notice = ""
+        if message.error:
+            self._submitted -= 1
+            self.autofeed = 0
+            self._local_log("error", message.error)
+        self.request_render()
+
+    def toggle_autofeed(self) -> None:
+        if self._refuse():
+            return
+        self.autofeed = 0 if self.autofeed else 2
+        self._local_log("info", f"auto-submit {'on' if self.autofeed else 'off'}")
+        self.request_render()
+
+    def _feed(self) -> None:
+        """Keep `autofeed` jobs in flight so that proofs keep moving."""
+        if not self.autofeed or self.engine is None or self.state.paused:
+            return
+        in_flight = sum(1 for j in self._live.jobs.values() if j.verified is None and not j.failed)
+        pending = max(self._submitting, self._submitted - len(self._live.jobs))
+        for _ in range(max(0, self.autofeed - in_flight - pending)):
+            self.submit_job(quiet=True)
+
+    def save_config(self) -> None:
+        if self.readonly or self.mode != "live":
+            self._refuse()
+            return
+        from app.configsave import ConfigSaveError, save_knobs
+
+        path = self.config_path or "sealtop.toml"
+        try:
+            changed = save_knobs(path, self.state.knobs)
+        except ConfigSaveError as exc:
+            self._local_log("error", str(exc))
+            self.notify(str(exc), severity="error")
+        else:
+            what = ", ".join(changed) if changed else "no changes"
+            self._local_log("knob", f"saved knobs to {path} ({what})")
+            self.notify(f"saved {path}", timeout=2)
+        self.request_render()
+
+    # ---- replay -----------------------------------------------------------------------------
+
+    def replay_toggle(self) -> None:
+        if self.controller is None:
+            return
+        self.controller.toggle()
+        self._last_tick = time.monotonic()
+        self.request_render()
+
+    def replay_step(self, n: int) -> None:
+        if self.controller is None:
+            return
+        self.controller.step(n)
+        self.request_render()
+
+    def replay_speed(self, d: int) -> None:
+        if self.controller is None:
+            return
+        s = self.controller.faster() if d > 0 else self.controller.slower()
+        self.notify(f"replay ×{s}", timeout=1)
+        self.request_render()
+
+    def replay_seek(self, where: str) -> bool:
+        """Seek to seconds ("12.5", "12.5s"), a percentage ("50%"), "start" or "end"."""
+        c = self.controller
+        if c is None:
+            return False
+        w = where.strip().lower()
+        try:
+            if w in ("end", "$"):
+                c.to_end()
+            elif w in ("start", "0", "^"):
+                c.seek(0.0)
+            elif w.endswith("%"):
+                c.seek(c.duration * float(w[:-1]) / 100.0)
+            else:
+                c.seek(float(w.rstrip("s")))
+        except ValueError:
+            self.notify(f"not a time: {where!r} (try 12.5, 50% or end)", severity="error")
+            return False
+        c.playing = False
+        self.request_render()
+        return True
+
+    def replay_seek_prompt(self) -> None:
+        if self.controller is None:
+            return
+        from app.screens.prompt import PromptScreen
+
+        def done(answer: str | None) -> None:
+            if answer:
+                self.replay_seek(answer)
+
+        self.push_screen(
+            PromptScreen(f"seek to (0–{self.controller.duration:.2f} s, 50%, start, end)",
+                         placeholder="seconds"),
+            done,
+        )
+
+    def prompt_knob(self, name: str) -> None:
+        if self._refuse():
+            return
+        from app.screens.prompt import PromptScreen
+
+        def done(answer: str | None) -> None:
+            if not answer:
+                return
+            value: Any = answer
+            if name != "memory_budget":
+                try:
+                    value = int(answer)
+                except ValueError:
+                    self.notify(f"{name} needs a whole number", severity="error")
+                    return
+            else:
+                b = budget_bytes(answer) if not answer.isdigit() else int(answer)
+                value = b or 0
+            self.set_knob(name, value)
+
+        cur = self.state.knobs.get(name)
+        shown = fmt_bytes(budget_bytes(cur)) if name == "memory_budget" and budget_bytes(cur) else cur
+        self.push_screen(PromptScreen(f"{name} (now {shown})", value=""), done)
+
+    # ---- command palette --------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help: keys", "List every key binding", self.action_help)
+        yield SystemCommand("Next theme", "Cycle dark / light / high-contrast", self.action_next_theme)
+        for s in REFRESH_CHOICES:
+            yield SystemCommand(f"Refresh every {s:g} s", "Set the refresh interval",
+                                lambda s=s: self.set_refresh(s))
+        if self.mode == "live" and not self.readonly:
+            for name in ("partition_workers", "gpu_channel_capacity", "memory_budget"):
+                yield SystemCommand(f"Set {name}…", f"Change {name} live",
+                                    lambda n=name: self.prompt_knob(n))
+            yield SystemCommand("Pause / resume engine", "Stop or restart admissions", self.toggle_pause)
+            yield SystemCommand("Submit a job", "Queue one job of the config's preset", self.submit_job)
+            yield SystemCommand("Auto-submit on/off", "Keep jobs flowing", self.toggle_autofeed)
+            yield SystemCommand("Save knobs to config", "Write knobs to the TOML (keeps comments)",
+                                self.save_config)
+        if self.mode == "replay":
+            yield SystemCommand("Replay: play/pause", "Toggle playback", self.replay_toggle)
+            yield SystemCommand("Replay: seek…", "Jump to a time", self.replay_seek_prompt)
+            yield SystemCommand("Replay: faster", "Double the speed", lambda: self.replay_speed(1))
+            yield SystemCommand("Replay: slower", "Halve the speed", lambda: self.replay_speed(-1))
+            yield SystemCommand("Replay: go to end", "Show the final state", lambda: self.replay_seek("end"))
+
+
+__all__ = ["SealtopApp", "EngineEvents", "EngineStatus"]

@@ -1,0 +1,158 @@
+"""The `sealtop` entry point: the console for no verb, `replay FILE` and `compare A B`;
+every other verb goes to the headless engine CLI (engine/cli.py).
+
+Textual is imported only when the console opens, so the headless verbs run where Textual is not
+installed. Bad input (a missing config, an unreadable session) gets one line and a non-zero
+exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+CONSOLE_VERBS = ("replay", "compare")
+EPILOG = (
+    "headless verbs (see `sealtop VERB --help`): setup, prove, verify, export, run, bench, "
+    "replay FILE --summary"
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sealtop",
+        description="Operator console for the sealtop Groth16 sealing engine.",
+        epilog=EPILOG,
+    )
+    p.add_argument("--config", metavar="FILE", help="engine config (TOML); default: built-in defaults")
+    p.add_argument("--readonly", action="store_true", help="watch only: disable all tuning keys")
+    p.add_argument("--record", metavar="FILE", help="record the live session to FILE")
+    p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"),
+                   help="start with this theme (t switches live)")
+    p.add_argument("--refresh", type=float, default=1.0, metavar="S",
+                   help="refresh interval in seconds (default 1; r cycles live)")
+    p.add_argument("--no-autosubmit", action="store_true",
+                   help="do not keep jobs flowing; submit with n")
+    return p
+
+
+def _replay_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sealtop replay", description="Replay a recorded session.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--summary", action="store_true", help="print the summary (headless)")
+    p.add_argument("--speed", type=int, default=1, choices=(1, 2, 4, 8, 16, 32, 64))
+    p.add_argument("--paused", action="store_true", help="open at the end, paused")
+    p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"))
+    p.add_argument("--refresh", type=float, default=0.25, metavar="S")
+    return p
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sealtop compare", description="Two sessions side by side.")
+    p.add_argument("a", metavar="FILE_A")
+    p.add_argument("b", metavar="FILE_B")
+    p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"))
+    return p
+
+
+def is_console(argv: list[str]) -> bool:
+    """Whether argv opens the console (True) or goes to the headless CLI (False)."""
+    if not argv or argv[0].startswith("-"):
+        return True
+    if argv[0] == "replay":
+        return "--summary" not in argv
+    return argv[0] == "compare"
+
+
+def _cli(argv: list[str]) -> int:
+    try:
+        from engine.cli import main as cli_main
+    except ImportError as exc:
+        print(f"sealtop: the headless verbs are not available ({exc})", file=sys.stderr)
+        return 2
+    return int(cli_main(argv) or 0)
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"sealtop: {msg}", file=sys.stderr)
+    return code
+
+
+def use_tiny_preset(config) -> None:
+    """With no --config the console proves the `tiny` preset (the issue's default), where the
+    engine knows it; otherwise the engine's own default stays."""
+    try:
+        from engine.pipeline.circuits import resolve
+
+        resolve("tiny")
+    except Exception:  # noqa: BLE001 - an engine without the porep presets
+        return
+    config.preset = "tiny"
+
+
+def build_app(argv: list[str]):
+    """Parse console argv into a SealtopApp (imports Textual). Raises SystemExit on bad args and
+    ValueError (one line) on bad input files."""
+    from app.console import SealtopApp
+    from app.session_io import SessionError, load_session
+
+    if argv and argv[0] == "replay":
+        a = _replay_parser().parse_args(argv[1:])
+        try:
+            session = load_session(a.file)
+        except SessionError as exc:
+            raise ValueError(str(exc)) from None
+        app = SealtopApp("replay", session=session, theme=a.theme, refresh=a.refresh,
+                         autoplay=not a.paused)
+        if app.controller is not None:
+            app.controller.speed = a.speed
+        return app
+    if argv and argv[0] == "compare":
+        a = _compare_parser().parse_args(argv[1:])
+        try:
+            sa, sb = load_session(a.a), load_session(a.b)
+        except SessionError as exc:
+            raise ValueError(str(exc)) from None
+        return SealtopApp("compare", sessions=(sa, sb), theme=a.theme)
+    a = _parser().parse_args(argv)
+    from app.live import EngineUnavailable, find_engine_class, load_config, make_factory
+
+    try:
+        config = load_config(a.config)
+    except Exception as exc:  # the engine's ConfigError: one line naming file, line and key
+        raise ValueError(str(exc)) from None
+    if not a.config:
+        use_tiny_preset(config)
+    factory = None
+    unavailable = ""
+    try:
+        find_engine_class()
+        factory = make_factory(config)
+    except EngineUnavailable as exc:
+        unavailable = str(exc)
+    return SealtopApp(
+        "live", engine_factory=factory, config=config, config_path=a.config,
+        readonly=a.readonly, record=a.record, refresh=a.refresh, theme=a.theme,
+        autofeed=0 if a.no_autosubmit else 2, unavailable=unavailable,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not is_console(argv):
+        return _cli(argv)
+    try:
+        import textual  # noqa: F401
+    except ImportError:
+        return _fail("the console needs Textual (pip install textual); "
+                     "headless verbs run without it: python -m engine VERB", 1)
+    try:
+        app = build_app(argv)
+    except ValueError as exc:
+        return _fail(str(exc))
+    app.run()
+    return int(app.return_code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""Replay control: which prefix of a recorded stream the dashboard is showing.
+
+Plain Python so that it is tested without a terminal. The reducer is pure, so any position is
+reached by reducing the prefix; stepping back rebuilds from the nearest checkpoint instead of
+undoing events.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+from dataclasses import dataclass, field
+
+from app.state import DashboardState, apply
+from engine.events import Event
+
+SPEEDS = (1, 2, 4, 8, 16, 32, 64)
+CHECKPOINT_EVERY = 500  # events between saved states, for fast seeks backwards
+
+
+@dataclass
+class ReplayController:
+    """Plays a stream of events into a DashboardState at ×1..×64 of recorded time."""
+
+    events: list[Event]
+    state: DashboardState = field(default_factory=DashboardState)
+    pos: int = 0  # events[:pos] are applied
+    clock: float = 0.0  # session time being shown
+    speed: int = 1
+    playing: bool = False
+    _checkpoints: dict[int, DashboardState] = field(default_factory=dict)
+    _times: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._times = [float(e.get("t", 0.0)) for e in self.events]
+        self._checkpoints[0] = copy.deepcopy(self.state)
+
+    @property
+    def duration(self) -> float:
+        return self._times[-1] if self._times else 0.0
+
+    @property
+    def at_end(self) -> bool:
+        return self.pos >= len(self.events)
+
+    def _apply_to(self, target: int) -> None:
+        """Move so that exactly events[:target] are applied."""
+        target = max(0, min(target, len(self.events)))
+        if target < self.pos:
+            base = max(k for k in self._checkpoints if k <= target)
+            self.state = copy.deepcopy(self._checkpoints[base])
+            self.pos = base
+        while self.pos < target:
+            apply(self.state, self.events[self.pos])
+            self.pos += 1
+            if self.pos % CHECKPOINT_EVERY == 0 and self.pos not in self._checkpoints:
+                self._checkpoints[self.pos] = copy.deepcopy(self.state)
+
+    def advance(self, dt: float) -> int:
+        """Play dt wall seconds at the current speed; return how many events were applied."""
+        if not self.playing:
+            return 0
+        before = self.pos
+        self.clock = min(self.duration, self.clock + dt * self.speed)
+        self._apply_to(bisect.bisect_right(self._times, self.clock))
+        if self.at_end:
+            self.playing = False
+        return self.pos - before
+
+    def step(self, n: int = 1) -> None:
+        """Step n events forward (or back when negative) and pause."""
+        self.playing = False
+        self._apply_to(self.pos + n)
+        self.clock = self._times[self.pos - 1] if self.pos else 0.0
+
+    def seek(self, t: float) -> None:
+        """Show the session as it was at time t (seconds), clamped to the recording."""
+        t = max(0.0, min(float(t), self.duration))
+        self._apply_to(bisect.bisect_right(self._times, t))
+        self.clock = t
+
+    def to_end(self) -> None:
+        self.seek(self.duration)
+
+    def toggle(self) -> bool:
+        if self.at_end and not self.playing:
+            self.seek(0.0)
+        self.playing = not self.playing
+        return self.playing
+
+    def faster(self) -> int:
+        i = SPEEDS.index(self.speed) if self.speed in SPEEDS else 0
+        self.speed = SPEEDS[min(i + 1, len(SPEEDS) - 1)]
+        return self.speed
+
+    def slower(self) -> int:
+        i = SPEEDS.index(self.speed) if self.speed in SPEEDS else 0
+        self.speed = SPEEDS[max(i - 1, 0)]
+        return self.speed

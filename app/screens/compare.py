@@ -1,0 +1,123 @@
+"""Compare: two sessions side by side with per-stage time, throughput, peak memory and deltas."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from app.state import DashboardState, fmt_bytes, fmt_ms
+from app.widgets.render import Palette
+from engine.events import TIMER_KEYS
+
+# Metrics where a larger value is better (for colouring the difference).
+HIGHER_IS_BETTER = {"throughput (proofs/min)", "proofs verified"}
+
+
+def compare_rows(a: DashboardState, b: DashboardState) -> list[tuple[str, float | None, float | None, str]]:
+    """(metric, A, B, unit) for every compared quantity; unit is ms, bytes, or '' for counts."""
+    ma, mb = a.stage_mean_ms(), b.stage_mean_ms()
+    rows: list[tuple[str, float | None, float | None, str]] = []
+    for k in TIMER_KEYS:
+        if k in ma or k in mb:
+            rows.append((f"{k} (mean ms/partition)", ma.get(k), mb.get(k), "ms"))
+    rows += [
+        ("proof total (mean ms)", a.mean_total_ms(), b.mean_total_ms(), "ms"),
+        ("throughput (proofs/min)", a.overall_throughput(), b.overall_throughput(), ""),
+        ("peak memory", float(a.mem_peak), float(b.mem_peak), "bytes"),
+        ("max partitions holding a,b,c", float(a.max_holding), float(b.max_holding), ""),
+        ("proofs verified", float(a.proofs_done - a.proofs_bad), float(b.proofs_done - b.proofs_bad), ""),
+        ("proofs failed ✗", float(a.proofs_bad), float(b.proofs_bad), ""),
+        ("session length (s)", a.t, b.t, ""),
+    ]
+    return rows
+
+
+def _fmt(v: float | None, unit: str) -> str:
+    if v is None:
+        return "–"
+    if unit == "ms":
+        return fmt_ms(v)
+    if unit == "bytes":
+        return fmt_bytes(v)
+    return f"{v:.1f}" if v != int(v) else f"{int(v)}"
+
+
+def compare_table(a: DashboardState, b: DashboardState, name_a: str, name_b: str, pal: Palette) -> Table:
+    t = Table(expand=True, header_style=pal.title, box=None, padding=(0, 2))
+    t.add_column("metric", no_wrap=True)
+    t.add_column(f"A  {name_a}", justify="right", no_wrap=True)
+    t.add_column(f"B  {name_b}", justify="right", no_wrap=True)
+    t.add_column("B − A", justify="right", no_wrap=True)
+    t.add_column("Δ %", justify="right", no_wrap=True)
+    t.add_column("A ▏ B", no_wrap=True, min_width=30)
+    for metric, va, vb, unit in compare_rows(a, b):
+        if va is not None and vb is not None:
+            d = vb - va
+            pct = (d / va * 100.0) if va else None
+            better = (d > 0) == (metric in HIGHER_IS_BETTER) if d else None
+            style = "" if better is None else (pal.ok if better else pal.bad)
+            if unit == "bytes":
+                dtxt = ("+" if d >= 0 else "−") + fmt_bytes(abs(d))
+            else:
+                dtxt = f"{d:+.1f}"
+            ptxt = f"{pct:+.1f}%" if pct is not None else "–"
+            top = max(abs(va), abs(vb)) or 1.0
+            bar = Text()
+            bar.append("█" * int(round(va / top * 14)), style=pal.accent)
+            bar.append(" " * (14 - int(round(va / top * 14))) + "▏")
+            bar.append(("▓" if pal.mono else "█") * int(round(vb / top * 14)), style=pal.warn)
+            t.add_row(metric, _fmt(va, unit), _fmt(vb, unit), Text(dtxt, style=style),
+                      Text(ptxt, style=style), bar)
+        else:
+            t.add_row(metric, _fmt(va, unit), _fmt(vb, unit), "–", "–", "")
+    return t
+
+
+def knob_line(s: DashboardState) -> str:
+    c = s.config
+    keys = ("backend", "partition_workers", "gpu_channel_capacity", "gpu_slots_per_device",
+            "permit_release", "dealloc", "preset")
+    return "  ".join(f"{k}={c.get(k)}" for k in keys if k in c)
+
+
+class CompareScreen(Screen):
+    """The compare mode's only screen."""
+
+    HELP_SECTION = "compare"
+    BINDINGS = [Binding("s", "swap", "Swap A and B", id="compare-swap")]
+
+    def __init__(self, a: DashboardState, b: DashboardState, name_a: str, name_b: str) -> None:
+        super().__init__()
+        self.a, self.b, self.name_a, self.name_b = a, b, name_a, name_b
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="compare-title")
+        with VerticalScroll(id="compare-body"):
+            yield Static(id="compare-table", classes="panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#compare-table").border_title = "per-stage time, throughput and peak memory"
+        self.app.request_render()
+
+    def show_state(self, pal: Palette) -> None:
+        title = Group(
+            Text.assemble((" compare ", "bold reverse"), f"  A {self.name_a}  vs  B {self.name_b}"),
+            Text(f" A: {knob_line(self.a)}", style=pal.dim),
+            Text(f" B: {knob_line(self.b)}", style=pal.dim),
+        )
+        self.query_one("#compare-title", Static).update(title)
+        self.query_one("#compare-table", Static).update(
+            compare_table(self.a, self.b, self.name_a, self.name_b, pal)
+        )
+
+    def action_swap(self) -> None:
+        self.a, self.b = self.b, self.a
+        self.name_a, self.name_b = self.name_b, self.name_a
+        self.app.request_render()

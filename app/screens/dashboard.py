@@ -1,0 +1,219 @@
+"""The dashboard: header, pipeline strip, GPU and memory panels, proofs table, event log.
+
+The same screen serves live and replay; in replay a control bar appears and the tuning keys are
+disabled (and shown as such in the footer and help). Every action that changes the engine goes
+through the app, which holds the Engine.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from app.state import DashboardState
+from app.widgets.eventlog import EventLog
+from app.widgets.gpu import GpuPanel
+from app.widgets.header import HeaderBar, HeaderContext
+from app.widgets.memory import MemoryPanel
+from app.widgets.pipeline import PipelineStrip
+from app.widgets.proofs import COLUMNS, ProofsTable
+from app.widgets.render import Palette
+
+# Panel number (the 1–9 keys) -> widget id and title.
+PANELS = {1: ("pipeline", "pipeline"), 2: ("gpu", "GPU"), 3: ("memory", "memory"),
+          4: ("proofs", "proofs"), 5: ("log", "event log")}
+
+TUNING = {"knob", "pause", "submit", "save_config", "set_knob", "autofeed"}
+REPLAY = {"play", "step", "speed", "seek", "seek_end"}
+
+
+def _max_bindings() -> list[Binding]:
+    return [
+        Binding(str(n), f"maximize({n})", f"Maximize panel {n}" + (f" ({PANELS[n][1]})" if n in PANELS else ""),
+                show=False, id=f"maximize-{n}")
+        for n in range(1, 10)
+    ]
+
+
+class DashboardScreen(Screen):
+    """The main screen of live and replay modes."""
+
+    HELP_SECTION = "dashboard"
+    BINDINGS = [
+        *_max_bindings(),
+        Binding("escape", "restore", "Restore panels / clear filter", show=False, id="restore"),
+        Binding("slash", "filter", "Filter proofs", id="filter"),
+        Binding("o", "sort_next", "Sort by next column", id="sort-next"),
+        Binding("O", "sort_reverse", "Reverse sort", show=False, id="sort-reverse"),
+        Binding("enter", "detail", "Proof detail", id="detail"),
+        # live tuning
+        Binding("w", "knob('partition_workers', -1)", "Workers −1", show=False, id="workers-down"),
+        Binding("W", "knob('partition_workers', 1)", "Workers +1", id="workers-up"),
+        Binding("c", "knob('gpu_channel_capacity', -1)", "Channel −1", show=False, id="channel-down"),
+        Binding("C", "knob('gpu_channel_capacity', 1)", "Channel +1", show=False, id="channel-up"),
+        Binding("m", "knob('memory_budget', -1)", "Budget −1 GiB", show=False, id="budget-down"),
+        Binding("M", "knob('memory_budget', 1)", "Budget +1 GiB", show=False, id="budget-up"),
+        Binding("p", "pause", "Pause/resume engine", id="pause"),
+        Binding("n", "submit", "Submit a job", id="submit"),
+        Binding("a", "autofeed", "Auto-submit on/off", show=False, id="autofeed"),
+        Binding("ctrl+s", "save_config", "Save knobs to config", id="save-config"),
+        # replay
+        Binding("space", "play", "Play/pause replay", id="replay-play"),
+        Binding("left_square_bracket", "step(-1)", "Step back one event", show=False, id="replay-back"),
+        Binding("right_square_bracket", "step(1)", "Step one event", show=False, id="replay-step"),
+        Binding("less_than_sign", "speed(-1)", "Slower replay", show=False, id="replay-slower"),
+        Binding("greater_than_sign", "speed(1)", "Faster replay", show=False, id="replay-faster"),
+        Binding("g", "seek", "Seek to a time", id="replay-seek"),
+        Binding("G", "seek_end", "Seek to the end", show=False, id="replay-end"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        with Horizontal(id="top"):
+            yield PipelineStrip(id="pipeline", classes="panel")
+            yield GpuPanel(id="gpu", classes="panel")
+            yield MemoryPanel(id="memory", classes="panel")
+        yield ProofsTable(id="proofs", classes="panel")
+        yield Input(placeholder="filter proofs: id, ✓, ✗, bad, done, preset…", id="filter")
+        yield EventLog(id="log", classes="panel")
+        yield Static(id="replaybar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for n, (wid, title) in PANELS.items():
+            self.query_one(f"#{wid}").border_title = f"{n} {title}"
+        self.query_one("#filter").display = False
+        self.query_one("#replaybar").display = self.app.mode == "replay"
+        self.query_one(ProofsTable).focus()
+        self.app.request_render()
+
+    # ---- rendering ------------------------------------------------------------------------
+
+    def show_state(self, state: DashboardState, pal: Palette, ctx: HeaderContext, bar: str) -> None:
+        """Redraw every panel from the state (called on the app's refresh tick)."""
+        header = self.query_one(HeaderBar)
+        header.context = ctx
+        header.show(state, pal)
+        for cls in (PipelineStrip, GpuPanel, MemoryPanel, EventLog):
+            self.query_one(cls).show(state, pal)
+        table = self.query_one(ProofsTable)
+        table.show(state, pal)
+        f = f" filter “{table.filter_text}”" if table.filter_text else ""
+        arrow = "↓" if table.sort_reverse else "↑"
+        label = dict((k, lbl) for k, lbl, _ in COLUMNS).get(table.sort_key, table.sort_key)
+        shown = (f"{min(table.total_matching, 200)} of {len(state.jobs)}"
+                 if table.total_matching > 200 or table.filter_text else f"{len(state.jobs)}")
+        title = f"4 proofs ({shown})  sort {label} {arrow}{f}"
+        if table.border_title != title:  # a title change repaints the whole table
+            table.border_title = title
+        if self.app.mode == "replay":
+            self.query_one("#replaybar", Static).update(bar)
+
+    # ---- availability ---------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        app = self.app
+        # Hidden (False) where a mode never offers the action; shown disabled (None) where it is
+        # only switched off (read-only console, engine not running).
+        if action in TUNING:
+            if app.mode != "live":
+                return False
+            return True if app.can_tune else None
+        if action in REPLAY:
+            return app.mode == "replay"
+        return True
+
+    # ---- actions --------------------------------------------------------------------------
+
+    def action_maximize(self, n: int) -> None:
+        if n not in PANELS:
+            self.notify(f"no panel {n}: panels are 1–{len(PANELS)}", severity="warning")
+            return
+        w = self.query_one(f"#{PANELS[n][0]}")
+        if self.maximized is w:
+            self.minimize()
+        else:
+            self.maximize(w, container=False)
+
+    def action_restore(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif self.query_one(ProofsTable).filter_text:
+            self.query_one("#filter", Input).value = ""
+            self.query_one(ProofsTable).filter_text = ""
+            self.query_one(ProofsTable).refilter()
+            self.app.request_render()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            table = self.query_one(ProofsTable)
+            table.filter_text = event.value
+            table.refilter()
+            self.app.request_render()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.display = False
+            self.query_one(ProofsTable).focus()
+        self.app.request_render()
+
+    def action_sort_next(self) -> None:
+        self.query_one(ProofsTable).cycle_sort()  # the panel title shows the sort
+        self.app.request_render()
+
+    def action_sort_reverse(self) -> None:
+        t = self.query_one(ProofsTable)
+        t.sort_by(t.sort_key)
+        self.app.request_render()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        self.query_one(ProofsTable).sort_by(str(event.column_key.value))
+        self.app.request_render()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_detail()
+
+    def action_detail(self) -> None:
+        job = self.query_one(ProofsTable).selected_job()
+        if job is None:
+            self.notify("no proof selected", severity="warning")
+            return
+        self.app.open_detail(job)
+
+    def action_knob(self, name: str, direction: int) -> None:
+        self.app.nudge_knob(name, direction)
+
+    def action_pause(self) -> None:
+        self.app.toggle_pause()
+
+    def action_submit(self) -> None:
+        self.app.submit_job()
+
+    def action_autofeed(self) -> None:
+        self.app.toggle_autofeed()
+
+    def action_save_config(self) -> None:
+        self.app.save_config()
+
+    def action_play(self) -> None:
+        self.app.replay_toggle()
+
+    def action_step(self, n: int) -> None:
+        self.app.replay_step(n)
+
+    def action_speed(self, d: int) -> None:
+        self.app.replay_speed(d)
+
+    def action_seek(self) -> None:
+        self.app.replay_seek_prompt()
+
+    def action_seek_end(self) -> None:
+        self.app.replay_seek("end")

@@ -1,0 +1,112 @@
+"""Proof detail renderables: the per-partition stage Gantt and the layered timers.
+
+Plain Rich renderables (the detail screen wraps them in Statics), so a snapshot of the screen is
+a picture of these functions' output.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from app.state import ALL_STAGES, STAGES, JobState, fmt_ms
+from engine.events import KERNEL_KEYS
+from app.widgets.render import STAGE_GLYPH, Palette
+
+GANTT_STAGES = STAGES[:-1]  # `done` ends the bar
+
+
+def gantt(job: JobState, now: float, width: int, pal: Palette) -> Group:
+    """One line per partition: each cell is the stage the partition was in at that time."""
+    start = job.submitted
+    end = job.done_t or max([now] + [max(p.entered.values()) for p in job.parts.values() if p.entered])
+    span = max(end - start, 1e-6)
+    bar_w = max(10, width - 12)
+    lines = []
+    axis = Text(" " * 9)
+    axis.append(f"{0:<.2f}s".ljust(bar_w // 2))
+    axis.append(f"{span / 2:.2f}s".ljust(bar_w - bar_w // 2 - 8))
+    axis.append(f"{span:.2f}s".rjust(8))
+    lines.append(axis)
+    for idx in sorted(job.parts):
+        p = job.parts[idx]
+        order = {s: i for i, s in enumerate(ALL_STAGES)}
+        # ties (a stage passed through in the same instant) resolve in pipeline order
+        marks = sorted((t, order.get(s, 0), s) for s, t in p.entered.items())
+        row = Text(f" p{idx:<3}", style="bold")
+        row.append(" │ ")
+        for c in range(bar_w):
+            tc = start + (c + 0.5) / bar_w * span
+            cur = None
+            for t, _, s in marks:
+                if t <= tc:
+                    cur = s
+            if cur is None or cur == "done":
+                row.append(" ")
+            else:
+                row.append(STAGE_GLYPH.get(cur, "?"), style=pal.stage_style(cur))
+        if p.attempts > 1:
+            row.append(f" retry×{p.attempts - 1}", style=pal.warn)
+        lines.append(row)
+    legend = Text("   ")
+    for s in GANTT_STAGES + ("failed",):
+        legend.append(f" {STAGE_GLYPH[s]}", style=pal.stage_style(s))
+        legend.append(f" {s}")
+    lines.append(legend)
+    return Group(*lines)
+
+
+def layered_timers(job: JobState, pal: Palette, bar_w: int = 30) -> Table:
+    """Per partition: wrapper, call and kernel side by side, with the gaps between layers."""
+    t = Table(expand=True, box=None, padding=(0, 1), header_style=pal.title)
+    for label in ("part", "queue", "witness", "eval", "chan", "wrapper", "call", "kernels",
+                  "wrap−call", "call−kern", "b2", "final", "dealloc"):
+        t.add_column(label, justify="right", no_wrap=True)
+    t.add_column("wrapper ▕ call ▕ kernels", no_wrap=True, min_width=bar_w)
+    top = max((p.ms.get("gpu_wrapper", 0.0) for p in job.parts.values()), default=0.0) or 1.0
+    for idx in sorted(job.parts):
+        p = job.parts[idx]
+        wrap, call, kern = p.ms.get("gpu_wrapper"), p.ms.get("gpu_call"), p.kernel_ms
+        g1 = wrap - call if wrap is not None and call is not None else None
+        g2 = call - kern if call is not None and kern is not None else None
+        bars = Text()
+        for v, style in ((wrap, pal.seg_style("gpu")), (call, pal.accent), (kern, pal.ok)):
+            n = int(round((v or 0) / top * (bar_w // 3 - 1)))
+            bars.append(("█" if not pal.mono else "▓") * n, style=style)
+            bars.append(" " * (bar_w // 3 - 1 - n) + "▕")
+        t.add_row(
+            f"p{idx}", fmt_ms(p.ms.get("queue")), fmt_ms(p.ms.get("witness")),
+            fmt_ms(p.ms.get("eval")), fmt_ms(p.ms.get("channel_wait")), fmt_ms(wrap),
+            fmt_ms(call), fmt_ms(kern),
+            Text(fmt_ms(g1), style=pal.warn if g1 and wrap and g1 > 0.1 * wrap else ""),
+            Text(fmt_ms(g2), style=pal.warn if g2 and call and g2 > 0.1 * call else ""),
+            fmt_ms(p.ms.get("b2")), fmt_ms(p.ms.get("finalize")), fmt_ms(p.ms.get("dealloc")),
+            bars,
+        )
+    return t
+
+
+def kernel_split(job: JobState, pal: Palette) -> Text:
+    """Mean kernel time by group across partitions: NTT, MSM H, A, B1, L."""
+    out = Text(" kernels (mean ms): ", style=pal.dim)
+    for k in KERNEL_KEYS:
+        out.append(f"{k} ", style=pal.dim)
+        out.append(f"{fmt_ms(job.mean_ms(k))}  ", style="bold")
+    status = job.status
+    out.append("  proof ", style=pal.dim)
+    if status == "done":
+        out.append("verified ✓", style=pal.ok)
+    elif status in ("bad", "failed"):
+        out.append("FAILED ✗", style=pal.bad)
+    else:
+        out.append(status)
+    if job.total_ms is not None:
+        out.append(f"  total {fmt_ms(job.total_ms)} ms", style="bold")
+    reasons = [p.reason for p in job.parts.values() if p.reason]
+    if reasons:
+        out.append(f"  reason: {reasons[0]}", style=pal.bad)
+    return out
+
+
+__all__ = ["gantt", "layered_timers", "kernel_split", "ALL_STAGES"]

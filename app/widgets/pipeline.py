@@ -1,0 +1,61 @@
+"""Pipeline strip: partitions per stage, the bytes each stage holds, with history sparklines."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from app.state import ALL_STAGES, HOLDING_STAGES, DashboardState, fmt_bytes
+from app.widgets.base import StatePanel
+from app.widgets.render import STAGE_GLYPH, Palette, spark
+
+LABELS = {
+    "queued": "queued",
+    "synthesizing": "synth",
+    "waiting_gpu": "channel",
+    "gpu": "gpu",
+    "finalizing": "finalize",
+    "deallocating": "dealloc",
+    "done": "done",
+    "failed": "failed",
+}
+
+
+class PipelineStrip(StatePanel):
+    """One row per stage: glyph, count, bytes held, count history, bytes history."""
+
+    def render_state(self, state: DashboardState, pal: Palette, width: int) -> Table:
+        counts = state.stage_counts()
+        held = state.stage_bytes()
+        spark_w = max(4, (width - 32) // 2)
+        t = Table.grid(padding=(0, 1), expand=True)
+        t.add_column(width=1)
+        t.add_column("stage", width=8)
+        t.add_column("n", justify="right", width=4)
+        t.add_column("bytes", justify="right", width=10)
+        t.add_column("count history", ratio=1)
+        t.add_column("bytes history", ratio=1)
+        t.add_row("", Text("stage", style=pal.dim), Text("n", style=pal.dim),
+                  Text("held", style=pal.dim), Text("partitions", style=pal.dim),
+                  Text("bytes", style=pal.dim))
+        peak_count = max((max(h) for h in state.stage_hist.values() if h), default=0)
+        for s in ALL_STAGES:
+            if s in ("done",):
+                continue
+            style = pal.stage_style(s)
+            n = counts.get(s, 0)
+            b = held.get(s) if s in HOLDING_STAGES else None
+            hist = state.stage_hist.get(s, ())
+            bh = state.bytes_hist.get(s, ())
+            t.add_row(
+                Text(STAGE_GLYPH[s] if s != "done" else "✓", style=style),
+                Text(LABELS[s], style=style),
+                Text(str(n), style="bold" if n else pal.dim),
+                Text(fmt_bytes(b) if b else "–", style=pal.dim if not b else ""),
+                Text(spark(hist, spark_w, hi=peak_count or None), style=style),
+                Text(spark(bh, spark_w) if s in HOLDING_STAGES else "", style=style),
+            )
+        done = counts.get("done", 0)
+        t.add_row(Text("✓", style=pal.ok), Text("done", style=pal.ok), Text(str(done), style="bold"),
+                  Text(f"max hold {state.max_holding}", style=pal.dim), "", "")
+        return t

@@ -1,0 +1,107 @@
+"""Snapshot tests (pytest-textual-snapshot) of the console, made from the fixed session files in
+tests/data/. Snapshots are SVGs under tests/snapshots/; after an intended change to the look,
+review and refresh them with:  pytest tests/test_app_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytest_textual_snapshot")
+
+from pytest_textual_snapshot import SVGImageExtension  # noqa: E402
+
+from app.console import SealtopApp  # noqa: E402
+from app.main import build_app  # noqa: E402
+from app.session_io import load_session  # noqa: E402
+from test_app_fakes import FakeEngine  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+FIXTURE = DATA / "session_fixture.jsonl"
+FIXTURE_B = DATA / "session_fixture_b.jsonl"
+SIZE = (160, 48)
+SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
+
+
+class _SnapshotsHere(SVGImageExtension):
+    """Store snapshots in tests/snapshots/<module>/ rather than syrupy's __snapshots__."""
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        return str(SNAPSHOT_DIR / test_location.basename)
+
+
+@pytest.fixture
+def snapshot(snapshot):
+    # snap_compare asks for the SVG extension; hand it ours, which differs only in dirname.
+    base = snapshot.use_extension
+    snapshot.use_extension = lambda extension_class=None: base(_SnapshotsHere)
+    return snapshot
+
+
+async def _until(pilot, cond, timeout: float = 10.0) -> None:
+    waited = 0.0
+    while not cond() and waited < timeout:
+        await pilot.pause(0.05)
+        waited += 0.05
+    assert cond(), "the app did not reach the state to snapshot"
+
+
+def test_dashboard_snapshot(snap_compare):
+    """The live dashboard after the engine (a stand-in publishing the fixture) finished it."""
+    events = load_session(FIXTURE).events
+    eng = FakeEngine(events=events)
+    app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0)
+
+    async def run_before(pilot) -> None:
+        await _until(pilot, lambda: app.state.events >= len(events) and app.engine is not None)
+        app.request_render()
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_replay_snapshot(snap_compare):
+    """Replay paused at 2.5 s: partitions in flight, the REPLAY badge and the control bar."""
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+
+    async def run_before(pilot) -> None:
+        assert app.replay_seek("2.5")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_replay_mono_theme_snapshot(snap_compare):
+    """The high-contrast/no-colour theme: stages told apart by glyph."""
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False, theme="sealtop-mono")
+
+    async def run_before(pilot) -> None:
+        assert app.replay_seek("2.5")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_detail_snapshot(snap_compare):
+    """The proof detail of job 4, whose proof failed verification (✗)."""
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.1)
+        app.open_detail(4)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_compare_snapshot(snap_compare):
+    """Two runs of the same jobs with different knobs, side by side."""
+    app = build_app(["compare", str(FIXTURE), str(FIXTURE_B)])
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
