@@ -27,6 +27,7 @@ and design.md's bound can be checked on the stage events alone.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import itertools
 import multiprocessing as mp
 import os
@@ -138,8 +139,9 @@ class Engine:
         faults: Faults | None = None,
         progress: Callable[[str], None] | None = None,
     ):
-        """``progress`` receives lines about long preparations (setup of a missing key)."""
-        self.config = config
+        """``progress`` receives lines about long preparations (setup of a missing key).
+        The engine keeps its own copy of ``config``: live knob changes never reach the caller's."""
+        self.config = dataclasses.replace(config)
         self.faults = faults or Faults()
         self.progress = progress
         self.clock = SessionClock()
