@@ -33,7 +33,6 @@ from oracle import ark_g1, ark_g2
 OPS = ("add", "add_self", "add_neg", "madd", "madd_self", "madd_neg", "dbl", "neg")
 
 
-
 CURVES = {
     "g1": (g1, ark.G1Point, ark_g1, g1_to_storage, g1_from_storage),
     "g2": (g2, ark.G2Point, ark_g2, g2_to_storage, g2_from_storage),

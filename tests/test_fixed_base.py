@@ -23,7 +23,6 @@ from kernels.cpu.msm import num_windows
 from oracle import ark_g1, ark_g2
 
 
-
 CURVES = {
     "g1": (fixed_base_g1, ark.G1Point, ark_g1, g1_to_storage, g1_from_storage),
     "g2": (fixed_base_g2, ark.G2Point, ark_g2, g2_to_storage, g2_from_storage),

@@ -22,7 +22,6 @@ from kernels.cpu.msm import msm_g1, msm_g2, num_windows, signed_digits, window_b
 from oracle import ark_g1, ark_g2
 
 
-
 CURVES = {
     "g1": (msm_g1, ark.G1Point, ark_g1, g1_to_storage, g1_from_storage),
     "g2": (msm_g2, ark.G2Point, ark_g2, g2_to_storage, g2_from_storage),
