@@ -597,6 +597,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG} {verb}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed: stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (CliError, BackendUnavailable, ValueError, OSError) as exc:
         # KeyFileError, ProofFormatError, WitnessError, KeyMismatchError, VerifyError are ValueErrors
         print(f"{PROG} {verb}: error: {_one_line(exc)}", file=sys.stderr)
