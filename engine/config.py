@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 BACKENDS = ("auto", "cpu", "cuda")
 PERMIT_RELEASE = ("delivered", "synthesized")
 DEALLOC = ("async", "sync")
-B_G2 = ("cpu", "gpu")
+B_G2 = ("auto", "cpu", "gpu")  # auto: where the MSMs run (on an H200, GPU B2 is 18 ms at 2^20)
 
 _UNITS = {
     "": 1,
@@ -95,7 +95,7 @@ class EngineConfig:
     memory_budget: int = 0  # bytes of partition buffers; 0 = unlimited
     permit_release: str = "delivered"
     dealloc: str = "async"
-    b_g2: str = "cpu"
+    b_g2: str = "auto"
     param_cache: str = "~/.cache/sealtop/params"
     session_dir: str = "~/.local/share/sealtop/sessions"
     sample_interval_s: float = 0.5

@@ -26,6 +26,12 @@ FUZZ_EXAMPLES = int(os.environ.get("SEALTOP_FUZZ_EXAMPLES", "300"))
 def test_defaults_from_empty_file():
     cfg = parse_config("")
     assert cfg == EngineConfig()
+    assert cfg.b_g2 == "auto"  # B2 where the MSMs run unless the operator says otherwise
+
+
+@pytest.mark.parametrize("choice", ["auto", "cpu", "gpu"])
+def test_b_g2_choices(choice):
+    assert parse_config(f'[engine]\nb_g2 = "{choice}"\n').b_g2 == choice
 
 
 def test_full_file_round_trip():
@@ -75,6 +81,7 @@ def test_cpu_backend_defaults_to_no_devices():
         ("[engine]\n\n\npartition_workers = \"two\"\n", 4, "engine.partition_workers"),
         ("[engine]\npermit_release = \"early\"\n", 2, "engine.permit_release"),
         ("[engine]\ndealloc = \"later\"\n", 2, "engine.dealloc"),
+        ("[engine]\nb_g2 = \"tpu\"\n", 2, "engine.b_g2"),
         ("[engine]\nmemory_budget = \"lots\"\n", 2, "engine.memory_budget"),
         ("[engine]\ndevices = [0, 0]\n", 2, "engine.devices"),
         ("[engine]\nparition_workers = 2\n", 2, "engine.parition_workers"),

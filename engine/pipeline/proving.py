@@ -100,9 +100,11 @@ def kernel_timings(handle: Any) -> dict[str, float]:
     return dict(getattr(handle, "timings_ms", {}) or {})
 
 
-def finish(handle: Any, b_g2: str = "gpu", key: LoadedKey | None = None) -> bytes:
+def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None) -> bytes:
     """The finalize half: B in G2, assembly with r and s, the 192-byte proof.
 
+    b_g2 = "auto" (the default) or "gpu" keeps B2 on the prover's own backend, the faster
+    choice measured on the H200 (docs/BENCHMARKS.md).
     With b_g2 = "cpu" on a GPU backend, the G2 MSM and the assembly run on the CPU backend
     from the memory-mapped key, leaving the GPU to the next partition's kernels."""
     import dataclasses
