@@ -128,7 +128,10 @@ def test_ctrl_c_stops_cleanly(tmp_path, params):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cfg = write_config(tmp_path, params)
     rec = tmp_path / "int.jsonl"
-    code = (f"import sys; sys.path.insert(0, {root!r}); from engine.runner import run_headless; "
+    # A shell starts background commands with SIGINT ignored, and that is inherited; restore the
+    # interactive disposition so the child sees Ctrl-C as a terminal's foreground process does.
+    code = (f"import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            f"sys.path.insert(0, {root!r}); from engine.runner import run_headless; "
             f"sys.exit(run_headless({cfg!r}, 2000, {str(rec)!r}))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
