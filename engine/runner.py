@@ -291,6 +291,7 @@ def _bench_rows(
                 "peak_shm": s.peak_shm,
                 "bytes_per_partition": circuit.partition_bytes(),
                 "gpu_busy_pct": s.gpu_busy_pct,
+                "kernel_busy_pct": s.kernel_busy_pct,
                 "mean_wrapper_ms": s.wrapper_ms / n,
                 "mean_call_ms": s.call_ms / n,
                 "mean_kernel_ms": s.kernel_ms / n,

@@ -186,6 +186,16 @@ def gpu_intervals(recs: Iterable[PartitionRecord]) -> dict[str, list[tuple[float
     return out
 
 
+def kernel_ms_by_worker(recs: Iterable[PartitionRecord]) -> dict[str, float]:
+    """worker → the kernel milliseconds (ntt + MSMs, from the worker's own timers) it ran."""
+    out: dict[str, float] = defaultdict(float)
+    for r in recs:
+        for _t, s, w in r.stages:
+            if s == "gpu":
+                out[w.split("/")[0]] += sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS)
+    return out
+
+
 def _union_length(spans: list[tuple[float, float]]) -> float:
     total = 0.0
     end = float("-inf")
@@ -206,7 +216,8 @@ class RunSummary:
     s_per_proof: float | None
     s_per_job: float | None
     constraints_per_s: float | None
-    gpu_busy_pct: dict[str, float]
+    gpu_busy_pct: dict[str, float]  # share of the GPU window covered by wrapper calls
+    kernel_busy_pct: dict[str, float]  # kernel time over the same window (the stricter figure)
     wrapper_ms: float
     call_ms: float
     kernel_ms: float
@@ -223,11 +234,13 @@ def run_summary(events: list[dict]) -> RunSummary:
     t1 = max((j["done_t"] for j in jobs_done), default=t0)
     wall = max(t1 - t0, 0.0)
     constraints = sum(j["constraints"] * j["partitions"] for j in jobs_done)
-    busy = {}
+    busy, kbusy = {}, {}
+    kernel_ms = kernel_ms_by_worker(recs.values())
     for worker, spans in sorted(gpu_intervals(recs.values()).items()):
         lo = min(a for a, _ in spans)
         hi = max(b for _, b in spans)
         busy[worker] = 100.0 * _union_length(spans) / (hi - lo) if hi > lo else 100.0
+        kbusy[worker] = min(100.0, 0.1 * kernel_ms[worker] / (hi - lo)) if hi > lo else 100.0
     peak_total, peak_shm = peak_memory(events)
     return RunSummary(
         partitions_done=len(done),
@@ -238,6 +251,7 @@ def run_summary(events: list[dict]) -> RunSummary:
         s_per_job=wall / len(jobs_done) if jobs_done and wall > 0 else None,
         constraints_per_s=constraints / wall if wall > 0 else None,
         gpu_busy_pct=busy,
+        kernel_busy_pct=kbusy,
         wrapper_ms=sum(r.ms.get("gpu_wrapper", 0.0) for r in done),
         call_ms=sum(r.ms.get("gpu_call", 0.0) for r in done),
         kernel_ms=sum(sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in done),
@@ -325,7 +339,8 @@ def render_counters(events: list[dict]) -> str:
 def render_summary(events: list[dict]) -> str:
     s = run_summary(events)
     busy = (
-        ", ".join(f"{w} {p:.1f}%" for w, p in s.gpu_busy_pct.items()) if s.gpu_busy_pct else "-"
+        ", ".join(f"{w} {p:.1f}% (kernels {s.kernel_busy_pct[w]:.1f}%)" for w, p in s.gpu_busy_pct.items())
+        if s.gpu_busy_pct else "-"
     )
     gap = s.wrapper_ms - s.kernel_ms
     lines = [
@@ -337,7 +352,7 @@ def render_summary(events: list[dict]) -> str:
         + ("-" if s.s_per_job is None else f"{s.s_per_job:.3f}")
         + "  constraints/s: "
         + ("-" if s.constraints_per_s is None else f"{s.constraints_per_s:.0f}"),
-        f"GPU busy: {busy}",
+        f"GPU busy (wrapper calls over the GPU's active window): {busy}",
         f"GPU wrapper {s.wrapper_ms:.1f} ms, call {s.call_ms:.1f} ms, kernels {s.kernel_ms:.1f} ms"
         f" (wrapper - kernels = {gap:.1f} ms"
         + (f", {100.0 * gap / s.wrapper_ms:.1f}% of wrapper)" if s.wrapper_ms > 0 else ")"),

@@ -194,6 +194,7 @@ def test_run_summary_numbers():
     assert s.partitions_done == 2 and s.jobs_done == 1 and s.jobs_verified == 1
     assert s.wall_s == 4.0 and s.s_per_proof == 2.0 and s.constraints_per_s == 50.0
     assert s.gpu_busy_pct == {"gpu0": 100.0}  # [1, 2) ∪ [1, 2) over [1, 2)
+    assert s.kernel_busy_pct == {"gpu0": 60.0}  # 400 + 200 ms of kernels over the 1 s window
     assert s.wrapper_ms == 1500.0 and s.kernel_ms == 600.0
     assert s.peak_total == 15 and s.peak_shm == 5
     out = summary.render_all(evs)
