@@ -156,8 +156,8 @@ class SealtopApp(App):
 
     def request_render(self) -> None:
         """Mark the views stale and redraw on the next frame (after operator actions, and once a
-        screen has mounted). What the operator did shows at once: the proofs table skips its
-        rebuild throttle for this redraw."""
+        screen has mounted). The proofs table recomputes its rows even if no proof changed,
+        since the operator may have changed its sort or filter."""
         self._dirty = True
         from app.widgets.proofs import ProofsTable
 
@@ -359,14 +359,31 @@ class SealtopApp(App):
             "space play/pause · [ ] step · < > speed · g seek · G end"
         )
 
+    def palette(self) -> Palette:
+        """The palette of the current theme (one per theme: views cache by it)."""
+        if self._pal_theme != self.theme:
+            self._pal, self._pal_theme = Palette.from_theme(self.current_theme), self.theme
+        return self._pal
+
+    def render_proofs(self) -> None:
+        """Redraw the proofs table alone, now: after a sort or filter change, which changes
+        nothing else. Redrawing every panel for it would cost the key press most of its latency;
+        the other panels are redrawn on the next tick as usual."""
+        from app.screens.dashboard import DashboardScreen
+
+        for s in self.screen_stack:
+            if isinstance(s, DashboardScreen) and s.is_mounted:
+                try:
+                    s.show_proofs(self.state, self.palette())
+                except NoMatches:  # still composing: its mount draws it
+                    self.request_render()
+
     def render_views(self) -> None:
         """Redraw whatever screen is showing, if anything changed since the last redraw."""
         bar_dirty = getattr(self, "_bar_dirty", False)
         if not (self._dirty or bar_dirty):
             return
-        if self._pal_theme != self.theme:  # one Palette per theme: views cache by it
-            self._pal, self._pal_theme = Palette.from_theme(self.current_theme), self.theme
-        pal = self._pal
+        pal = self.palette()
         from app.screens.compare import CompareScreen
         from app.screens.dashboard import DashboardScreen
         from app.screens.detail import DetailScreen
@@ -390,10 +407,6 @@ class SealtopApp(App):
                 continue
         if drawn:  # before the first screen mounts, stay dirty so its mount draws it
             self._dirty = self._bar_dirty = False
-            from app.widgets.proofs import ProofsTable
-
-            if any(t.pending for s in self.screen_stack for t in s.query(ProofsTable)):
-                self._dirty = True  # a deferred table rebuild: try again next tick
 
     # ---- actions shared by screens --------------------------------------------------------
 

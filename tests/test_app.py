@@ -409,3 +409,61 @@ async def test_set_knob_through_the_prompt():
         await pilot.press(*"four", "enter")  # not a number: refused with a message
         await pilot.pause(0.1)
         assert eng.knobs["gpu_channel_capacity"] == 1
+
+
+async def test_proofs_table_repaints_only_what_changed():
+    """The table does nothing on a tick where no proof changed, and one line for one proof."""
+    app = replay_app()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.replay_seek("2.5")
+        await pilot.pause(0.2)
+        table = app.screen.query_one(ProofsTable)
+        calls: list[tuple] = []
+        real = table.refresh
+
+        def spy(*regions, **kw):
+            calls.append(regions)
+            return real(*regions, **kw)
+
+        table.refresh = spy  # type: ignore[method-assign]
+        table.show(app.state, app._pal)
+        assert calls == []  # nothing changed: nothing to repaint
+        state = app.state
+        job = next(j for j in state.jobs.values() if j.verified is None and j.parts)
+        before = [r.job for r in table._rows]
+        job.version += 1  # as the reducer does on any change to a proof
+        table.show(state, app._pal)
+        assert [r.job for r in table._rows] == before
+        assert len(calls) == 1 and len(calls[0]) == 1 and calls[0][0].height == 1
+
+
+async def test_proofs_table_cursor_scroll_and_mouse():
+    """Many proofs: the cursor scrolls into view; a header click sorts; a click on the cursor
+    row opens the proof's detail."""
+    import copy
+
+    app = replay_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        table = app.screen.query_one(ProofsTable)
+        state = app.state
+        for i in range(9, 60):
+            j = copy.deepcopy(state.jobs[3])
+            j.job = i
+            state.jobs[i] = j
+        app.request_render()
+        await pilot.pause(0.2)
+        assert table.row_count == 59
+        await pilot.press("end")
+        await pilot.pause(0.1)
+        assert table.cursor_row == 58 and table.selected_job() == 1 and table.scroll_y > 0
+        await pilot.press("home")
+        await pilot.pause(0.1)
+        assert table.cursor_row == 0 and table.scroll_y == 0
+        await pilot.click(ProofsTable, offset=(92, 1))  # the `total` header, inside the border
+        await pilot.pause(0.2)
+        assert table.sort_key == "total" and table.sort_reverse
+        await pilot.click(ProofsTable, offset=(4, 2))  # the first row, where the cursor is
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, DetailScreen)
+        assert app.screen.job == int(table.get_row_at(0)[0].plain)

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from app.state import DashboardState
 from app.widgets.eventlog import EventLog
@@ -99,6 +99,12 @@ class DashboardScreen(Screen):
         header.show(state, pal)
         for cls in (PipelineStrip, GpuPanel, MemoryPanel, EventLog):
             self.query_one(cls).show(state, pal)
+        self.show_proofs(state, pal)
+        if self.app.mode == "replay":
+            self.query_one("#replaybar", Static).update(bar)
+
+    def show_proofs(self, state: DashboardState, pal: Palette) -> None:
+        """Redraw the proofs table and its title (alone after a sort or filter change)."""
         table = self.query_one(ProofsTable)
         table.show(state, pal)
         f = f" filter “{table.filter_text}”" if table.filter_text else ""
@@ -109,8 +115,6 @@ class DashboardScreen(Screen):
         title = f"4 proofs ({shown})  sort {label} {arrow}{f}"
         if table.border_title != title:  # a title change repaints the whole table
             table.border_title = title
-        if self.app.mode == "replay":
-            self.query_one("#replaybar", Static).update(bar)
 
     # ---- availability ---------------------------------------------------------------------
 
@@ -144,8 +148,7 @@ class DashboardScreen(Screen):
         elif self.query_one(ProofsTable).filter_text:
             self.query_one("#filter", Input).value = ""
             self.query_one(ProofsTable).filter_text = ""
-            self.query_one(ProofsTable).refilter()
-            self.app.request_render()
+            self.app.render_proofs()
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -156,8 +159,7 @@ class DashboardScreen(Screen):
         if event.input.id == "filter":
             table = self.query_one(ProofsTable)
             table.filter_text = event.value
-            table.refilter()
-            self.app.request_render()
+            self.app.render_proofs()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -167,19 +169,19 @@ class DashboardScreen(Screen):
 
     def action_sort_next(self) -> None:
         self.query_one(ProofsTable).cycle_sort()  # the panel title shows the sort
-        self.app.request_render()
+        self.app.render_proofs()
 
     def action_sort_reverse(self) -> None:
         t = self.query_one(ProofsTable)
         t.sort_by(t.sort_key)
-        self.app.request_render()
+        self.app.render_proofs()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        self.query_one(ProofsTable).sort_by(str(event.column_key.value))
-        self.app.request_render()
+    def on_proofs_table_header_clicked(self, event: ProofsTable.HeaderClicked) -> None:
+        self.query_one(ProofsTable).sort_by(event.key)
+        self.app.render_proofs()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_detail()
+    def on_proofs_table_row_chosen(self, event: ProofsTable.RowChosen) -> None:
+        self.app.open_detail(event.job)
 
     def action_detail(self) -> None:
         job = self.query_one(ProofsTable).selected_job()

@@ -1,237 +1,334 @@
 """Proofs table: one row per proof with per-partition mean timers, a stacked bar and ✓/✗.
 
-Sorting and filtering are done here (not by DataTable.sort) so that a refresh keeps the
-operator's order, filter and cursor row.
+A Line API widget (a ScrollView with `render_line`) rather than Textual's DataTable: DataTable
+repaints every visible cell after any change, which at full engine load cost the console most of
+its CPU and its input latency. This widget asks Textual to repaint only the lines whose proof
+changed (or all of them when the order did), draws only the lines on screen, and does nothing at
+all on a refresh tick where no proof changed. What it shows comes from app/widgets/proofrows.py.
+
+Keys: arrows, page up/down, home/end move the cursor; Enter opens the proof detail screen;
+`o`/`O` and `/` (dashboard bindings) sort and filter. With a mouse, a click on a header sorts by
+that column and a click on the cursor row opens the detail screen.
 """
 
 from __future__ import annotations
 
-import time
-
+from rich.segment import Segment
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
-from app.state import DashboardState, JobState, fmt_ms
-from app.widgets.render import STAGE_GLYPH, Palette, stacked_bar
-
-# (key, label, width); the key names what the column sorts by.
-COLUMNS = (
-    ("job", "job", 5),
-    ("ok", "✓", 2),
-    ("parts", "parts", 5),
-    ("queue", "queue", 7),
-    ("synth", "synth", 7),
-    ("channel_wait", "chan", 7),
-    ("gpu_wrapper", "wrap", 7),
-    ("gpu_call", "call", 7),
-    ("kernel", "kern", 7),
-    ("b2", "b2", 6),
-    ("dealloc", "dealloc", 7),
-    ("total", "total", 8),
-    ("bar", "breakdown (mean ms per partition)", 34),
+from app.state import DashboardState, JobState
+from app.widgets.proofrows import (
+    COLUMNS,
+    DESCENDING_FIRST,
+    MAX_ROWS,
+    SORTABLE,
+    Row,
+    RowBuilder,
+    ordered_jobs,
 )
-SORTABLE = tuple(k for k, _, _ in COLUMNS if k != "bar")
-BAR_WIDTH = 34
-# Rows are rebuilt (new proofs, new order) at most this often unless the operator re-sorts or
-# filters; in between, changed cells are updated in place. Keeps the console cheap at full load.
-REBUILD_EVERY_S = 1.0
-# The table shows at most this many proofs (the first in the current sort and filter), so that a
-# session of thousands of proofs costs the same to draw as one of a hundred.
-MAX_ROWS = 200
+from app.widgets.render import Palette
+
+__all__ = ["COLUMNS", "SORTABLE", "MAX_ROWS", "ProofsTable"]
+
+PAD = 1  # blank cells on each side of a column
+TABLE_WIDTH = sum(w + 2 * PAD for _, _, w in COLUMNS)
+HEADER_LINES = 1
 
 
-def job_value(job: JobState, key: str) -> float | str | None:
-    """The value a column shows and sorts by."""
-    if key == "job":
-        return job.job
-    if key == "ok":
-        return {"done": 0, "bad": 2, "failed": 3}.get(job.status, 1)
-    if key == "parts":
-        return job.done_partitions
-    if key == "total":
-        return job.total_ms
-    if key in ("synth", "kernel"):
-        return job.mean_derived(key)
-    return job.mean_ms(key)
+def _column_edges() -> list[tuple[int, int, str]]:
+    """(first cell, end cell, column key) of each column across the table's width."""
+    edges, x = [], 0
+    for key, _, width in COLUMNS:
+        edges.append((x, x + width + 2 * PAD, key))
+        x += width + 2 * PAD
+    return edges
 
 
-def bar_parts(job: JobState) -> list[tuple[str, float]]:
-    fin = sum(v for v in (job.mean_ms("b2"), job.mean_ms("finalize")) if v)
-    return [
-        ("queue", job.mean_ms("queue") or 0.0),
-        ("synth", job.mean_derived("synth") or 0.0),
-        ("channel", job.mean_ms("channel_wait") or 0.0),
-        ("gpu", job.mean_ms("gpu_wrapper") or 0.0),
-        ("finalize", fin),
-        ("dealloc", job.mean_ms("dealloc") or 0.0),
-    ]
+COLUMN_EDGES = _column_edges()
 
 
-def progress_cell(job: JobState, pal: Palette) -> Text:
-    """For a proof still in flight: one glyph per partition for its stage, then the counts."""
-    t = Text()
-    for i in sorted(job.parts):
-        st = job.parts[i].stage
-        t.append("✓" if st == "done" else STAGE_GLYPH.get(st, "?"), style=pal.stage_style(st))
-    counts: dict[str, int] = {}
-    for p in job.parts.values():
-        counts[p.stage] = counts.get(p.stage, 0) + 1
-    t.append("  " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in counts.items()), style=pal.dim)
-    t.truncate(BAR_WIDTH)
-    return t
+def line_text(cells: tuple[Text, ...] | list[Text]) -> Text:
+    """One table line: each cell padded (or cut) to its column's width, justified as it asks."""
+    line = Text(no_wrap=True, end="")
+    for cell, (_, _, width) in zip(cells, COLUMNS):
+        if cell.cell_len > width:
+            cell = cell.copy()
+            cell.truncate(width)
+        gap = " " * (width - cell.cell_len)
+        line.append(" " * PAD)
+        if cell.justify == "right":
+            line.append(gap)
+            line.append_text(cell)
+        else:
+            line.append_text(cell)
+            line.append(gap)
+        line.append(" " * PAD)
+    return line
 
 
-def status_cell(job: JobState, pal: Palette) -> Text:
-    s = job.status
-    if s == "done":
-        return Text("✓", style=pal.ok)
-    if s in ("bad", "failed"):
-        return Text("✗", style=pal.bad)
-    return Text("…", style=pal.dim)
-
-
-def matches(job: JobState, needle: str) -> bool:
-    """Filter: a case-insensitive match on id, status word, ✓/✗ and preset."""
-    if not needle:
-        return True
-    n = needle.lower().strip()
-    mark = {"done": "✓ ok", "bad": "✗ bad", "failed": "✗ failed"}.get(job.status, "")
-    hay = f"{job.job} #{job.job} {job.status} {mark} {job.preset}".lower()
-    return n in hay
-
-
-class ProofsTable(DataTable):
-    """The proofs table. Enter opens the proof detail screen (handled by the dashboard)."""
+class ProofsTable(ScrollView, can_focus=True):
+    """The proofs table, drawn line by line from the reducer's state."""
 
     ALLOW_MAXIMIZE = True
+    COMPONENT_CLASSES = {"proofs--header", "proofs--cursor", "proofs--even-row", "proofs--odd-row"}
+    DEFAULT_CSS = """
+    ProofsTable {
+        background: $surface;
+        color: $foreground;
+    }
+    ProofsTable > .proofs--header {
+        background: $panel;
+        color: $foreground;
+        text-style: bold;
+    }
+    ProofsTable > .proofs--even-row {
+        background: $surface-lighten-1 50%;
+    }
+    ProofsTable:dark > .proofs--even-row {
+        background: $surface-darken-1 40%;
+    }
+    ProofsTable > .proofs--cursor {
+        background: $block-cursor-blurred-background;
+        color: $block-cursor-blurred-foreground;
+        text-style: $block-cursor-blurred-text-style;
+    }
+    ProofsTable:focus {
+        background-tint: $foreground 5%;
+    }
+    ProofsTable:focus > .proofs--header {
+        background-tint: $foreground 5%;
+    }
+    ProofsTable:focus > .proofs--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: $block-cursor-text-style;
+    }
+    """
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Cursor up", show=False),
+        Binding("down", "cursor(1)", "Cursor down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(-1)", "First proof", show=False),
+        Binding("end", "edge(1)", "Last proof", show=False),
+        # Shadows the dashboard's own Enter binding while the table has focus, as DataTable's
+        # did, so the footer stays as it was; both open the proof detail screen.
+        Binding("enter", "choose", "Proof detail", show=False),
+    ]
+
+    class HeaderClicked(Message):
+        """The operator clicked a column header: sort by that column."""
+
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    class RowChosen(Message):
+        """The operator clicked the cursor row: open that proof's detail."""
+
+        def __init__(self, job: int) -> None:
+            super().__init__()
+            self.job = job
 
     def __init__(self, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        super().__init__(**kwargs)
         self.sort_key = "job"
         self.sort_reverse = True  # newest first
         self.filter_text = ""
-        self._shown: list[tuple] = []  # (row key, cell texts) as last drawn
-        self._cells: dict[int, tuple] = {}  # job -> ((version, scale, palette), cells, texts)
-        self._totals: dict[int, tuple[int, float]] = {}  # job -> (version, bar length in ms)
         self.total_matching = 0
-        self._rebuilt = 0.0  # monotonic time of the last full rebuild
-        self._force = True  # the operator changed sort or filter: rebuild now
-        self.pending = False  # a rebuild was deferred: the app must draw again
+        self.cursor_row = 0
+        self._builder = RowBuilder()
+        self._rows: list[Row] = []
+        self._seen: tuple | None = None  # what the last show() drew from
+        self._strips: dict[int, tuple[tuple, Strip]] = {}  # job -> (row stamp, unstyled strip)
+        header = line_text([Text(label) for _, label, _ in COLUMNS]).plain
+        self._header = Strip([Segment(header)], TABLE_WIDTH)  # styled by the CSS alone
 
     def on_mount(self) -> None:
-        for key, label, width in COLUMNS:
-            self.add_column(label, key=key, width=width)
+        self.virtual_size = Size(TABLE_WIDTH, HEADER_LINES)
+
+    # ---- sort and filter ------------------------------------------------------------------
 
     def sort_by(self, key: str) -> None:
         """Sort by a column; choosing the same column again reverses the order."""
         if key not in SORTABLE:
             return
-        self._force = True
         if key == self.sort_key:
             self.sort_reverse = not self.sort_reverse
         else:
-            self.sort_key, self.sort_reverse = key, key in ("total", "queue", "channel_wait")
+            self.sort_key, self.sort_reverse = key, key in DESCENDING_FIRST
+        self.refilter()
 
     def refilter(self) -> None:
-        """Filter or operator action: the next show() rebuilds the rows at once."""
-        self._force = True
+        """Sort, filter or an operator action: the next show() recomputes the rows."""
+        self._seen = None
 
     def cycle_sort(self) -> str:
+        """Sort by the next sortable column; returns its key."""
         i = SORTABLE.index(self.sort_key) if self.sort_key in SORTABLE else 0
         self.sort_by(SORTABLE[(i + 1) % len(SORTABLE)])
         return self.sort_key
 
     def visible_jobs(self, state: DashboardState) -> list[JobState]:
-        jobs = [j for j in state.jobs.values() if matches(j, self.filter_text)]
+        """Every proof that matches the filter, in the table's order."""
+        return ordered_jobs(state, self.sort_key, self.sort_reverse, self.filter_text)
 
-        def key(j: JobState):
-            v = job_value(j, self.sort_key)
-            return (v is None, v if v is not None else 0, j.job)
-
-        jobs.sort(key=key, reverse=self.sort_reverse)
-        if self.sort_reverse:  # keep unmeasured rows last either way
-            jobs.sort(key=lambda j: job_value(j, self.sort_key) is None)
-        return jobs
-
-    def _row(self, j: JobState, scale: float, pal: Palette) -> tuple[list, tuple]:
-        """Cells and their texts for one proof, cached until the proof (or the scale) changes."""
-        stamp = (j.version, scale, id(pal))
-        hit = self._cells.get(j.job)
-        if hit is not None and hit[0] == stamp:
-            return hit[1], hit[2]
-        cells = [Text(str(j.job), justify="right"), status_cell(j, pal),
-                 Text(f"{j.done_partitions}/{j.partitions}", justify="right")]
-        for key in ("queue", "synth", "channel_wait", "gpu_wrapper", "gpu_call", "kernel",
-                    "b2", "dealloc"):
-            cells.append(Text(fmt_ms(job_value(j, key)), justify="right"))
-        cells.append(Text(fmt_ms(j.total_ms), justify="right",
-                          style=pal.bad if j.status in ("bad", "failed") else "bold"))
-        if j.verified is None and not any(p.ms for p in j.parts.values()):
-            cells.append(progress_cell(j, pal))
-        else:
-            cells.append(stacked_bar(bar_parts(j), scale, BAR_WIDTH, pal))
-        texts = tuple(str(c) for c in cells)
-        self._cells[j.job] = (stamp, cells, texts)
-        return cells, texts
+    # ---- model -> lines -------------------------------------------------------------------
 
     def show(self, state: DashboardState, pal: Palette) -> None:
+        """Take the state's proofs (on the app's refresh tick); repaint only what changed.
+
+        Every change to a proof bumps its version and versions only grow, so the count of
+        proofs and the sum of their versions tell whether any proof changed without looking at
+        the rows."""
+        seen = (id(state), len(state.jobs), sum(j.version for j in state.jobs.values()), id(pal),
+                self.sort_key, self.sort_reverse, self.filter_text)
+        if seen == self._seen:
+            return
+        self._seen = seen
         jobs = self.visible_jobs(state)
         self.total_matching = len(jobs)
-        jobs = jobs[:MAX_ROWS]
-        totals = self._totals
-        for j in jobs:
-            t = totals.get(j.job)
-            if t is None or t[0] != j.version:
-                totals[j.job] = t = (j.version, sum(ms for _, ms in bar_parts(j)))
-        scale = max((totals[j.job][1] for j in jobs), default=0.0)
-        rows = []
-        texts = []
-        for j in jobs:
-            cells, txt = self._row(j, scale, pal)
-            rows.append((str(j.job), cells))
-            texts.append((str(j.job), txt))
-        signature = texts
-        if signature == self._shown and pal == getattr(self, "_pal", None):
-            self.pending = False
+        rows = self._builder.rows(jobs[:MAX_ROWS], pal)
+        old, self._rows = self._rows, rows
+        if len(rows) != len(old):  # before the cursor scrolls, so that it may scroll that far
+            self.virtual_size = Size(TABLE_WIDTH, len(rows) + HEADER_LINES)
+        # A cursor on the top row follows the top (the newest proof, like top's first line); a
+        # cursor the operator moved stays on its proof as rows come and go.
+        if 0 < self.cursor_row < len(old):
+            current = old[self.cursor_row].job
+            where = next((i for i, r in enumerate(rows) if r.job == current), None)
+            if where is not None and where != self.cursor_row:
+                self.cursor_row = where
+                self._follow_cursor()
+        self.cursor_row = min(self.cursor_row, max(0, len(rows) - 1))
+        if [r.job for r in rows] != [r.job for r in old]:
+            self.refresh()
             return
-        # Textual's DataTable re-renders every visible cell after any change, so the table is
-        # redrawn at most every REBUILD_EVERY_S unless the operator acted (sort, filter, keys).
-        now = time.monotonic()
-        if not self._force and now - self._rebuilt < REBUILD_EVERY_S:
-            self.pending = True  # the app draws again on its next tick
-            return
-        self.pending = False
-        self._force = False
-        self._rebuilt = now
-        same_rows = [k for k, _ in signature] == [k for k, _ in self._shown]
-        if same_rows and pal == getattr(self, "_pal", None):
-            # Same proofs in the same order: update only the cells that changed.
-            columns = [key for key, _, _ in COLUMNS]
-            for (key, cells), (_, new), (_, old) in zip(rows, signature, self._shown):
-                if new == old:
-                    continue
-                for col, cell, a, b in zip(columns, cells, new, old):
-                    if a != b:
-                        self.update_cell(key, col, cell)
-            self._shown = signature
-            return
-        self._shown = signature
-        self._pal = pal
-        current = None
-        # A cursor on the top row follows the top (the newest proof, like top's first line);
-        # a cursor the operator moved stays on its proof as rows come and go.
-        if self.row_count and 0 < self.cursor_row < self.row_count:
-            current = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        self.clear()
-        for key, cells in rows:
-            self.add_row(*cells, key=key)
-        if current is not None:
-            keys = [k for k, _ in rows]
-            if current in keys:
-                self.move_cursor(row=keys.index(current), animate=False)
+        first = int(self.scroll_y)
+        for i, (new, was) in enumerate(zip(rows, old)):
+            if new.stamp != was.stamp:
+                self._refresh_row(i, first)
+
+    def _refresh_row(self, index: int, first: int) -> None:
+        """Mark one row's line for repaint, if it is on screen."""
+        y = index - first + HEADER_LINES
+        if HEADER_LINES <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _row_strip(self, row: Row) -> Strip:
+        """The row drawn across the table's full width, without row styles; cached per stamp."""
+        hit = self._strips.get(row.job)
+        if hit is not None and hit[0] == row.stamp:
+            return hit[1]
+        strip = Strip(list(line_text(row.cells).render(self.app.console)), TABLE_WIDTH).simplify()
+        if len(self._strips) > 4 * MAX_ROWS:
+            self._strips.clear()
+        self._strips[row.job] = (row.stamp, strip)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        """Line y of the widget: the header, then the rows from the scroll position."""
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        base = self.rich_style
+        if y < HEADER_LINES:
+            style = base + self.get_component_rich_style("proofs--header")
+            return self._header.apply_style(style).crop_extend(scroll_x, scroll_x + width, style)
+        index = y - HEADER_LINES + scroll_y
+        if not 0 <= index < len(self._rows):
+            return Strip.blank(width, base)
+        strip = self._row_strip(self._rows[index])
+        if index == self.cursor_row:
+            # The cursor's colours win over the cells' own, so the row reads as one bar.
+            cursor = self.get_component_rich_style("proofs--cursor")
+            style = base + cursor
+            strip = Strip(Segment.apply_style(strip, style, cursor), strip.cell_length)
+        else:
+            zebra = "proofs--odd-row" if index % 2 else "proofs--even-row"
+            style = base + self.get_component_rich_style(zebra)
+            strip = strip.apply_style(style)
+        return strip.crop_extend(scroll_x, scroll_x + width, style)
+
+    # ---- cursor ---------------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def get_row_at(self, index: int) -> list[Text]:
+        """The cells of the row at an index (as drawn)."""
+        return list(self._rows[index].cells)
 
     def selected_job(self) -> int | None:
-        if not self.row_count:
+        """The proof under the cursor, if any."""
+        if not self._rows:
             return None
-        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        return int(key) if key is not None else None
+        return self._rows[min(self.cursor_row, len(self._rows) - 1)].job
+
+    def move_cursor(self, row: int, animate: bool = False) -> None:
+        """Put the cursor on a row (clamped), scrolling it into view."""
+        if not self._rows:
+            return
+        row = max(0, min(row, len(self._rows) - 1))
+        if row == self.cursor_row:
+            return
+        first = int(self.scroll_y)
+        was, self.cursor_row = self.cursor_row, row
+        self._refresh_row(was, first)
+        self._refresh_row(row, first)
+        self._follow_cursor()
+
+    def _page_rows(self) -> int:
+        return max(1, self.scrollable_content_region.height - HEADER_LINES)
+
+    def _follow_cursor(self) -> None:
+        """Scroll so that the cursor row is on screen."""
+        top = int(self.scroll_y)
+        page = self._page_rows()
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False)
+        elif self.cursor_row >= top + page:
+            self.scroll_to(y=self.cursor_row - page + 1, animate=False)
+
+    def action_cursor(self, delta: int) -> None:
+        self.move_cursor(self.cursor_row + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.move_cursor(self.cursor_row + direction * self._page_rows())
+
+    def action_edge(self, direction: int) -> None:
+        self.move_cursor(0 if direction < 0 else len(self._rows) - 1)
+
+    def action_choose(self) -> None:
+        job = self.selected_job()
+        if job is not None:
+            self.post_message(self.RowChosen(job))
+        else:
+            self.app.notify("no proof selected", severity="warning")
+
+    # ---- mouse ----------------------------------------------------------------------------
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if offset.y < HEADER_LINES:
+            x = offset.x + int(self.scroll_x)
+            key = next((k for a, b, k in COLUMN_EDGES if a <= x < b), None)
+            if key is not None:
+                self.post_message(self.HeaderClicked(key))
+            return
+        index = offset.y - HEADER_LINES + int(self.scroll_y)
+        if not 0 <= index < len(self._rows):
+            return
+        if index == self.cursor_row:
+            self.post_message(self.RowChosen(self._rows[index].job))
+        else:
+            self.move_cursor(index)
+
