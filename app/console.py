@@ -228,6 +228,9 @@ class SealtopApp(App):
         self._bridge_tid = threading.get_native_id()  # for the console CPU benchmark
         try:
             engine = self.engine_factory()  # type: ignore[misc]
+            if hasattr(engine, "progress"):  # first-run compilation and key setup, line by line
+                engine.progress = lambda line: self.post_message(
+                    EngineStatus(line.strip(), "info", state="preparing"))
             q = engine.subscribe()
             self._engine_queue = q
             engine.start()
@@ -302,6 +305,8 @@ class SealtopApp(App):
         if message.state == "unavailable":
             self.notice = message.text
             self._engine_failed = True
+        if message.state == "preparing" and not self._live.started:
+            self.notice = f"preparing: {message.text}"
         if message.state == "stopped":
             self._live.stopped = True
             self.engine = None

@@ -42,7 +42,7 @@ def base_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def config(base_dir) -> EngineConfig:
-    # A fresh config per test: the engine writes live knob changes back into its config.
+    # A fresh config per test (tests below change fields of it before building the engine).
     base = base_dir
     return EngineConfig(
         backend="cpu", partition_workers=1, gpu_channel_capacity=1, preset=_preset(),
@@ -152,3 +152,18 @@ async def test_replay_of_a_recorded_live_run_ends_in_the_same_state(config, tmp_
     rc.to_end()
     assert rc.state.final_counters() == live_counters
     assert live_counters["proofs_done"] == 2
+
+
+@pytest.mark.slow
+async def test_first_run_preparation_shows_progress(config, tmp_path, monkeypatch):
+    """A fresh install's first start (compile stamp absent) and a missing key report progress
+    in the console's log and notice, not in silence."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config.param_cache = str(tmp_path / "fresh-params")  # no key yet: setup runs
+    app = live(config)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.engine is not None and app.state.started)
+        assert any("first run: compiled in" in e.text for e in app.state.log)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: any("QAP at tau" in e.text for e in app.state.log))
+        await wait_for(pilot, lambda: "✓" in row_marks(app).values())
