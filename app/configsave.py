@@ -8,11 +8,12 @@ is replaced atomically so that a crash mid-write cannot leave half a config.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import tomlkit
+
+from engine.atomic import atomic_write
 
 TABLE = "engine"  # engine/config.py keeps the live knobs in [engine]
 SAVED_KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
@@ -65,10 +66,8 @@ def save_knobs(path: str | os.PathLike[str], knobs: dict[str, Any]) -> list[str]
         return changed
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with atomic_write(p) as f:
             f.write(tomlkit.dumps(doc))
-        os.replace(tmp, p)
     except OSError as exc:
         raise ConfigSaveError(f"cannot write {p}: {exc.strerror or exc}") from None
     return changed

@@ -111,17 +111,10 @@ def _read_proof(path: str) -> bytes:
 
 
 def _write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    import tempfile
+    from engine.atomic import atomic_write
 
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path, "wb") as f:
+        f.write(data)
 
 
 # ---------------------------------------------------------------- setup

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine.atomic import atomic_write
 from engine.config import ConfigError, EngineConfig, load_config
 from engine.session import SessionError, SessionRecorder, load_session
 from engine.summary import partitions, render_all, run_summary
@@ -242,9 +243,8 @@ def bench_pipeline(
     if json_out:
         out = Path(json_out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.part")
-        tmp.write_text(json.dumps(report, indent=2) + "\n")
-        os.replace(tmp, out)
+        with atomic_write(out) as f:
+            f.write(json.dumps(report, indent=2) + "\n")
         _say(f"report written to {out}")
     return code
 
@@ -348,9 +348,8 @@ def bench_matrix(
     if json_out and rows:
         out = Path(json_out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.part")
-        tmp.write_text(json.dumps({"kind": kind, "preset": preset, "jobs": jobs,
-                                   "rows": rows}, indent=2) + "\n")
-        os.replace(tmp, out)
+        with atomic_write(out) as f:
+            f.write(json.dumps({"kind": kind, "preset": preset, "jobs": jobs, "rows": rows},
+                               indent=2) + "\n")
         _say(f"report written to {out}")
     return code

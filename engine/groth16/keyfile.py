@@ -20,11 +20,12 @@ import hashlib
 import mmap
 import os
 import struct
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from engine.atomic import atomic_write
 
 MAGIC = b"SEALTPK1"
 VERSION = 1
@@ -153,33 +154,22 @@ def save_proving_key(pk: ProvingKey, path: str | os.PathLike) -> None:
     h = hashlib.blake2b(digest_size=32)
     header = _header(pk, entries, size, bytes(32))
     h.update(header)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(header)
-            pos = HEADER_SIZE
-            for name, off, _rows, _cols in entries:
-                pad = bytes(off - pos)
-                data = np.ascontiguousarray(getattr(pk, name), dtype="<u8").tobytes()
-                h.update(pad)
-                h.update(data)
-                f.write(pad)
-                f.write(data)
-                pos = off + len(data)
-            tail = bytes(size - pos)
-            h.update(tail)
-            f.write(tail)
-            f.seek(_CHECKSUM_AT)
-            f.write(h.digest())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_write(path, "wb") as f:
+        f.write(header)
+        pos = HEADER_SIZE
+        for name, off, _rows, _cols in entries:
+            pad = bytes(off - pos)
+            data = np.ascontiguousarray(getattr(pk, name), dtype="<u8").tobytes()
+            h.update(pad)
+            h.update(data)
+            f.write(pad)
+            f.write(data)
+            pos = off + len(data)
+        tail = bytes(size - pos)
+        h.update(tail)
+        f.write(tail)
+        f.seek(_CHECKSUM_AT)
+        f.write(h.digest())
 
 
 def _checksum(buf: mmap.mmap | bytes) -> bytes:

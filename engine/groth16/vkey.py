@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
+from engine.atomic import atomic_write
 from engine.groth16.keyfile import KeyFileError, ProvingKey
 from engine.groth16.serialize import G1_BYTES, G2_BYTES, g1_compress, g2_compress
 from kernels.cpu.convert import g1_from_storage, g2_from_storage
@@ -100,20 +99,10 @@ def vk_from_json(obj: object, where: str = "verification key") -> VerifyingKey:
 
 
 def write_json_atomic(path: str | os.PathLike, obj: object) -> None:
-    """Write JSON to a temp file in the same folder, then os.replace (never a half file)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write JSON so that a crash mid-write never leaves half a file."""
+    with atomic_write(path) as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
 
 
 def save_vk(vk: VerifyingKey, path: str | os.PathLike) -> None:
