@@ -42,8 +42,8 @@ KERNEL_TITLES = {
 DEFAULT_SIZES: dict[str, dict[str, list[int]]] = {
     "cpu": {"msm_g1": [12, 14, 16], "ntt": [16, 20]},
     "cuda": {
-        "msm_g1": [16, 18, 20, 22, 24, 26],
-        "msm_g2": [16, 18, 20, 22],
+        "msm_g1": [16, 18, 20, 22, 23, 24, 25, 26],
+        "msm_g2": [16, 18, 20, 22, 24],
         "ntt": list(range(16, 28)),
         "intt": [20, 22, 24, 26],
         "coset_ntt": [20, 22, 24, 26],

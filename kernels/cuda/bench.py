@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kernels.bench import ANCHORS_MS
+from kernels.bench import DEFAULT_SIZES as _DEFAULTS
 from kernels.constants import G1_GEN, G2_GEN
 
 TITLES = {
@@ -27,20 +29,8 @@ TITLES = {
     "coset_ntt": "NTT coset forward",
     "ntt_batch3": "NTT coset forward, batch of 3",
 }
-DEFAULT_SIZES: dict[str, list[int]] = {
-    "msm_g1": [16, 18, 20, 22, 23, 24, 25, 26],
-    "msm_g2": [16, 18, 20, 22, 24],
-    "ntt": list(range(16, 28)),
-    "intt": [20, 22, 24, 26],
-    "coset_ntt": [20, 22, 24, 26],
-}
-# sppark on the same H200 (../shared/anchors.md), ms by log2 size
-ANCHORS_MS: dict[str, dict[int, float]] = {
-    "msm_g1": {16: 7.7, 18: 21.0, 20: 21.0, 22: 53.0, 23: 90.0, 24: 155.0, 25: 289.0, 26: 557.0},
-    "ntt": {20: 0.26, 22: 1.05, 24: 4.42, 26: 20.9},
-    "intt": {20: 0.29, 22: 1.18, 24: 4.98, 26: 24.8},
-    "coset_ntt": {20: 0.32, 22: 1.27, 24: 5.33, 26: 26.2},
-}
+# The device set of kernels/bench.py, where the anchors (sppark on this H200) also live.
+DEFAULT_SIZES: dict[str, list[int]] = _DEFAULTS["cuda"]
 
 
 def _cp() -> Any:
