@@ -68,17 +68,23 @@ def probe_rates(log: Tee) -> dict[str, float]:
     from kernels.cuda.bench import random_fr_device, time_device
     from kernels.cuda.module import kernel
 
+    from kernels.cuda.module import MODULES, OPTIONS
+    from kernels.cuda.source import assemble
+
     out: dict[str, float] = {}
     threads, iters = 132 * 8 * 256, 2000
     src = random_fr_device(1024 * 3)  # enough words for Fp too (values < p since top limb small)
     dst = cp.empty((threads, 6), dtype=cp.uint64)
-    for name in ("fr_mul_chain", "fp_mul_chain"):
-        fn = kernel("field", name)
-        runs = time_device(lambda: fn((threads // 256,), (256,), (src, dst, np.int32(iters))), 3)
-        ms = sorted(runs)[len(runs) // 2]
-        rate = threads * iters / (ms / 1e3)
-        out[name] = rate
-        log(f"probe {name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms)")
+    # the module as built, and the portable C++ arithmetic (SEALTOP_PTX_FF=0) for comparison
+    portable = cp.RawModule(code=assemble(MODULES["field"]), options=(*OPTIONS, "-DSEALTOP_PTX_FF=0"))
+    for variant, get in (("", lambda n: kernel("field", n)), ("portable_", portable.get_function)):
+        for name in ("fr_mul_chain", "fp_mul_chain"):
+            fn = get(name)
+            runs = time_device(lambda: fn((threads // 256,), (256,), (src, dst, np.int32(iters))), 3)
+            ms = sorted(runs)[len(runs) // 2]
+            rate = threads * iters / (ms / 1e3)
+            out[variant + name] = rate
+            log(f"probe {variant}{name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms)")
     return out
 
 

@@ -8,6 +8,7 @@ progress around it.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -19,7 +20,9 @@ MODULES = {
     "msm_g1": "msm/msm_g1.cu",
     "msm_g2": "msm/msm_g2.cu",
 }
-OPTIONS = ("--std=c++17",)
+# SEALTOP_PTX_FF=0 in the environment builds the portable C++ field arithmetic instead of the
+# PTX carry chains (ff/ptx.cuh): a fallback, and the baseline the PTX version is measured against.
+OPTIONS = ("--std=c++17",) + (("-DSEALTOP_PTX_FF=0",) if os.environ.get("SEALTOP_PTX_FF") == "0" else ())
 
 _lock = threading.Lock()
 _cache: dict[str, Any] = {}

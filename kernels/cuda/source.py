@@ -28,8 +28,11 @@ def params_header() -> str:
     for name, mod, n in (("FR", R_MOD, 8), ("FP", P_MOD, 12)):
         r = pow(2, 32 * n, mod)
         inv = (-pow(mod, -1, 2**32)) % 2**32
-        out.append(f"CONSTANT uint32_t {name}_MOD[{n}] = {{{_limbs32(mod, n)}}};")
-        out.append(f"CONSTANT uint32_t {name}_ONE[{n}] = {{{_limbs32(r, n)}}};")
+        # p and R mod p as switches: inside unrolled loops the index is a compile-time constant,
+        # so each word becomes an immediate operand instead of a register or a constant load.
+        for what, val in (("MOD", mod), ("ONE", r)):
+            cases = " ".join(f"case {i}: return 0x{(val >> (32 * i)) & 0xFFFFFFFF:08x}u;" for i in range(n))
+            out.append(f"HD uint32_t {name.lower()}_{what.lower()}_word(int i) {{ switch (i) {{ {cases} }} return 0; }}")
         out.append(f"CONSTANT uint32_t {name}_R2[{n}] = {{{_limbs32(r * r % mod, n)}}};")
         out.append(f"CONSTANT uint32_t {name}_MOD_M2[{n}] = {{{_limbs32(mod - 2, n)}}};")
         out.append(f"#define {name}_INV_WORD 0x{inv:08x}u")

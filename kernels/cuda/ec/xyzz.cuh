@@ -76,8 +76,12 @@ struct Xyzz {
         return r;
     }
 
-    // this += (x2, y2), an affine point that is not infinity (madd-2008-s).
-    HD_NOINLINE void add_affine(const F& x2, const F& y2) {
+    // this += (x2, y2), an affine point that is not infinity (madd-2008-s). Out of line, so
+    // the G2 formulas compile in reasonable time; add_affine_inline is the same formula for the
+    // MSM's hot loop over G1, where a call's register save and restore costs more than it saves.
+    HD_NOINLINE void add_affine(const F& x2, const F& y2) { add_affine_inline(x2, y2); }
+
+    HD void add_affine_inline(const F& x2, const F& y2) {
         if (is_inf()) { X = x2; Y = y2; ZZ = F::one(); ZZZ = F::one(); return; }
         F U2 = x2 * ZZ;
         F S2 = y2 * ZZZ;

@@ -7,6 +7,7 @@
 // representations are canonical and CPU and GPU agree bit for bit.
 #pragma once
 #include "common.cuh"
+#include "ptx.cuh"
 
 template <class P>
 struct Mont {
@@ -48,6 +49,12 @@ struct Mont {
     // t (N limbs plus a carry word) minus p when t >= p; result in r.
     HD static void reduce_once(uint32_t r[P::N], const uint32_t t[P::N], uint32_t carry) {
         uint32_t s[P::N];
+#if SEALTOP_PTX_FF
+        s[0] = ptx::sub_cc(t[0], P::mod(0));
+        UNROLL for (int i = 1; i < N; i++) s[i] = ptx::subc_cc(t[i], P::mod(i));
+        uint32_t keep = ptx::subc(carry, 0);  // 0xffffffff when t < p: keep t
+        UNROLL for (int i = 0; i < N; i++) r[i] = keep ? t[i] : s[i];
+#else
         uint64_t bw = 0;
         UNROLL for (int i = 0; i < N; i++) {
             uint64_t d = (uint64_t)t[i] - P::mod(i) - bw;
@@ -56,16 +63,23 @@ struct Mont {
         }
         bool take = carry != 0 || bw == 0;
         UNROLL for (int i = 0; i < N; i++) r[i] = take ? s[i] : t[i];
+#endif
     }
 
     HD friend Mont operator+(const Mont& a, const Mont& b) {
         uint32_t t[P::N];
+#if SEALTOP_PTX_FF
+        t[0] = ptx::add_cc(a.v[0], b.v[0]);
+        UNROLL for (int i = 1; i < N; i++) t[i] = ptx::addc_cc(a.v[i], b.v[i]);
+        uint32_t c = ptx::addc(0, 0);
+#else
         uint64_t c = 0;
         UNROLL for (int i = 0; i < N; i++) {
             c += (uint64_t)a.v[i] + b.v[i];
             t[i] = (uint32_t)c;
             c >>= 32;
         }
+#endif
         Mont r;
         reduce_once(r.v, t, (uint32_t)c);
         return r;
@@ -73,6 +87,15 @@ struct Mont {
 
     HD friend Mont operator-(const Mont& a, const Mont& b) {
         uint32_t t[P::N];
+        Mont r;
+#if SEALTOP_PTX_FF
+        t[0] = ptx::sub_cc(a.v[0], b.v[0]);
+        UNROLL for (int i = 1; i < N; i++) t[i] = ptx::subc_cc(a.v[i], b.v[i]);
+        uint32_t mask = ptx::subc(0, 0);  // 0xffffffff when a < b: add p back
+        r.v[0] = ptx::add_cc(t[0], P::mod(0) & mask);
+        UNROLL for (int i = 1; i < N - 1; i++) r.v[i] = ptx::addc_cc(t[i], P::mod(i) & mask);
+        r.v[N - 1] = ptx::addc(t[N - 1], P::mod(N - 1) & mask);
+#else
         uint64_t bw = 0;
         UNROLL for (int i = 0; i < N; i++) {
             uint64_t d = (uint64_t)a.v[i] - b.v[i] - bw;
@@ -81,13 +104,13 @@ struct Mont {
         }
         // add p back when the subtraction borrowed
         uint32_t mask = 0u - (uint32_t)bw;
-        Mont r;
         uint64_t c = 0;
         UNROLL for (int i = 0; i < N; i++) {
             c += (uint64_t)t[i] + (P::mod(i) & mask);
             r.v[i] = (uint32_t)c;
             c >>= 32;
         }
+#endif
         return r;
     }
 
@@ -96,6 +119,36 @@ struct Mont {
 
     // CIOS Montgomery multiplication: a * b * R^-1 mod p.
     HD friend Mont operator*(const Mont& a, const Mont& b) {
+#if SEALTOP_PTX_FF
+        // Each outer step adds a*b[i] and then m*p as two carry chains each (low halves into
+        // t[j], high halves into t[j+1]), then shifts t down one word. Both moduli are below
+        // 2^(32N-1), so t stays below 2p and the running sum below 2^(32(N+1)): N+1 words
+        // suffice and no chain carries out of t[N] (the "no-carry" condition; checked against
+        // Python integers in tests/test_cuda_ff.py and by the model in the commit that added it).
+        uint32_t t[P::N + 1];
+        UNROLL for (int i = 0; i < N + 1; i++) t[i] = 0;
+        UNROLL for (int i = 0; i < N; i++) {
+            const uint32_t bi = b.v[i];
+            t[0] = ptx::mad_lo_cc(a.v[0], bi, t[0]);
+            UNROLL for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(a.v[j], bi, t[j]);
+            t[N] = ptx::addc(t[N], 0);
+            t[1] = ptx::mad_hi_cc(a.v[0], bi, t[1]);
+            UNROLL for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(a.v[j], bi, t[j + 1]);
+            t[N] = ptx::madc_hi(a.v[N - 1], bi, t[N]);
+            const uint32_t m = t[0] * P::INV;
+            ptx::mad_lo_cc(m, P::mod(0), t[0]);  // low word becomes 0; only its carry is kept
+            UNROLL for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, P::mod(j), t[j]);
+            t[N] = ptx::addc(t[N], 0);
+            t[1] = ptx::mad_hi_cc(m, P::mod(0), t[1]);
+            UNROLL for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(m, P::mod(j), t[j + 1]);
+            t[N] = ptx::madc_hi(m, P::mod(N - 1), t[N]);
+            UNROLL for (int j = 0; j < N; j++) t[j] = t[j + 1];
+            t[N] = 0;
+        }
+        Mont r;
+        reduce_once(r.v, t, 0);
+        return r;
+#else
         uint32_t t[P::N + 2];
         UNROLL for (int i = 0; i < N + 2; i++) t[i] = 0;
         UNROLL for (int i = 0; i < N; i++) {
@@ -124,6 +177,7 @@ struct Mont {
         Mont r;
         reduce_once(r.v, t, t[N]);
         return r;
+#endif
     }
 
     HD Mont sqr() const { return *this * *this; }

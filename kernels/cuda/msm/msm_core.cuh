@@ -125,7 +125,8 @@ __device__ __forceinline__ void accumulate(const uint32_t* points, const uint32_
         A a = A::load(points + (uint64_t)(v & 0x7fffffffu) * A::WORDS);
         if (a.is_inf()) continue;
         if (v >> 31) a.y = a.y.neg();
-        acc.add_affine(a.x, a.y);
+        if constexpr (F::WORDS == Fp::WORDS) acc.add_affine_inline(a.x, a.y);  // G1
+        else acc.add_affine(a.x, a.y);
     }
     acc.store(partial + (uint64_t)it * X::WORDS);
 }
