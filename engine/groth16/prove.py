@@ -35,7 +35,10 @@ from kernels.backend import Backend
 from kernels.constants import FR_COSET_SHIFT, R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
 
-TIMER_GROUPS = ("ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2")
+# Kernel groups of prove_start, timed on the backend's own timeline (CUDA events on a GPU):
+# upload (a, b, c and z to the device), ntt (H on the coset), then the four G1 MSMs.
+START_GROUPS = ("upload", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l")
+TIMER_GROUPS = (*START_GROUPS, "b2")
 
 
 class KeyMismatchError(ValueError):
@@ -58,6 +61,8 @@ class ProveHandle:
     acc_h: np.ndarray  # Σ h'_i H_i, to be scaled by h_scale
     tables: dict[str, Query]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    z_placed: Any = None  # z where ``placed_on`` computes, reused by the B2 MSM
+    placed_on: str = ""
 
 
 def evaluate(r1cs: R1CS, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -77,18 +82,19 @@ class Query:
     """
 
     points: Any
-    index: np.ndarray | None
+    index: Any  # int64 row numbers, placed where the backend computes; None: all rows
     rows: int  # rows in the key before dropping
 
-    def scalars(self, s: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(s if self.index is None else s[self.index])
+    def scalars(self, s: Any) -> Any:
+        """The kept rows of a scalar vector (host or placed; gathered where it lives)."""
+        return s if self.index is None else s[self.index]
 
 
 def _query(table: np.ndarray, backend: Backend, dense_enough: float = 0.9) -> Query:
     keep = np.flatnonzero(table.any(axis=1))
     if len(keep) >= dense_enough * len(table):
         return Query(backend.resident(table), None, len(table))
-    return Query(backend.resident(np.ascontiguousarray(table[keep])), keep, len(table))
+    return Query(backend.resident(np.ascontiguousarray(table[keep])), backend.place(keep), len(table))
 
 
 def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:
@@ -124,27 +130,30 @@ def prove_start(
         if v.ndim != 2 or v.shape[1] != 4 or v.shape[0] > n:
             raise KeyMismatchError(f"evaluation vector {name} has shape {list(v.shape)}, domain is {n}")
     tables = tables if tables is not None else resident_tables(pk, backend)
-    tm: dict[str, float] = {}
-
-    t0 = time.perf_counter()
-    h = backend.h_coefficients(a, b, c, n)
-    tm["ntt"] = (time.perf_counter() - t0) * 1e3
-
-    def timed(key: str, fn, *args):
-        t = time.perf_counter()
-        out = fn(*args)
-        tm[key] = (time.perf_counter() - t) * 1e3
-        return out
-
     ni = pk.num_inputs
 
-    def msm(key: str, q: Query, s: np.ndarray) -> np.ndarray:
-        return timed(key, backend.msm_g1, q.points, q.scalars(s))
+    # a, b, c and z go to the device once; H stays there for its MSM, and a, b, c are dropped
+    # as soon as H is done. Each group is bracketed by marks on the backend's timeline.
+    marks = [backend.mark()]
+    z_d = backend.place(z)
+    a_d, b_d, c_d = backend.place(a), backend.place(b), backend.place(c)
+    marks.append(backend.mark())
+    h = backend.h_coefficients(a_d, b_d, c_d, n)
+    del a_d, b_d, c_d
+    marks.append(backend.mark())
 
-    acc_h = msm("msm_h", tables["h"], h[: n - 1])
-    acc_a = msm("msm_a", tables["a"], z)
-    acc_b1 = msm("msm_b1", tables["b_g1"], z)
-    acc_l = msm("msm_l", tables["l"], z[ni:])
+    def msm(q: Query, s: Any) -> np.ndarray:
+        out = backend.msm_g1(q.points, q.scalars(s))
+        marks.append(backend.mark())
+        return out
+
+    acc_h = msm(tables["h"], h[: n - 1])
+    del h
+    acc_a = msm(tables["a"], z_d)
+    acc_b1 = msm(tables["b_g1"], z_d)
+    acc_l = msm(tables["l"], z_d[ni:])
+    acc_h, acc_a, acc_b1, acc_l = (backend.fetch(x) for x in (acc_h, acc_a, acc_b1, acc_l))
+    tm = {g: backend.elapsed_ms(t0, t1) for g, t0, t1 in zip(START_GROUPS, marks, marks[1:])}
     g_n = pow(FR_COSET_SHIFT, n, R_MOD)
     return ProveHandle(
         pk=pk,
@@ -159,16 +168,21 @@ def prove_start(
         acc_h=np.asarray(acc_h),
         tables=tables,
         timings_ms=tm,
+        z_placed=z_d,
+        placed_on=backend.name,
     )
 
 
 def prove_finish(handle: ProveHandle) -> bytes:
     """The G2 MSM for B, assembly with r and s, and the 192-byte compressed proof."""
     hd, pk, be = handle, handle.pk, handle.backend
-    t = time.perf_counter()
+    m0 = be.mark()
     q = hd.tables["b_g2"]
-    acc_b2 = be.msm_g2(q.points, q.scalars(hd.z))
-    hd.timings_ms["b2"] = (time.perf_counter() - t) * 1e3
+    z = hd.z_placed if hd.z_placed is not None and hd.placed_on == be.name else be.place(hd.z)
+    acc_b2 = be.fetch(be.msm_g2(q.points, q.scalars(z)))
+    del z
+    hd.z_placed = None  # the device copy of z is not needed after B2
+    hd.timings_ms["b2"] = be.elapsed_ms(m0, be.mark())
     r, s = hd.r, hd.s
 
     proof_a = be.msm_g1(_rows([pk.alpha_g1[0], hd.acc_a, pk.delta_g1[0]]), _scalar_rows([1, 1, r]))

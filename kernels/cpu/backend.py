@@ -8,6 +8,7 @@ caller that needs only field work never loads the curve kernels.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,18 @@ class CpuBackend:
     def resident(self, points: np.ndarray) -> Any:
         """Host memory is where the CPU MSM runs, so the table is used as it is."""
         return points
+
+    def place(self, a: np.ndarray) -> np.ndarray:
+        return a
+
+    def fetch(self, a: np.ndarray) -> np.ndarray:
+        return np.asarray(a)
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def elapsed_ms(self, start: float, end: float) -> float:
+        return (end - start) * 1e3
 
     def msm_g1(self, points: Any, scalars: np.ndarray) -> np.ndarray:
         from kernels.cpu.msm import msm_g1

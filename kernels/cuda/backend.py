@@ -4,12 +4,19 @@ Host arrays in, host arrays out, in design.md's layout, bit-identical to the cpu
 method also accepts CuPy device arrays (and then returns device arrays), so a prover can keep
 vectors on the GPU between calls. ``resident(points)`` uploads a point table once and returns a
 handle that the MSMs use without copying it again (the proving key stays on the device).
+
+Each calling thread gets its own CUDA stream (a blocking one, so it still orders against work
+that callers queue on the legacy default stream). Two prover slots in one process therefore
+overlap: one slot's kernels run while the other is in host code (Python, transfers, the host
+finish of an MSM), and the CUDA events of ``mark`` time each slot's own work.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -55,6 +62,30 @@ def _back(x: Any, like_device: bool) -> Any:
 
 
 _OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4}
+_local = threading.local()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def thread_stream() -> Any:
+    """The calling thread's CUDA stream on the current device (made on first use)."""
+    cp = _cp()
+    dev = cp.cuda.Device().id
+    streams = getattr(_local, "streams", None)
+    if streams is None:
+        streams = _local.streams = {}
+    st = streams.get(dev)
+    if st is None:
+        st = streams[dev] = cp.cuda.Stream(non_blocking=False)
+    return st
+
+
+def _on_stream(fn: F) -> F:
+    @functools.wraps(fn)
+    def run(*args: Any, **kw: Any) -> Any:
+        with thread_stream():
+            return fn(*args, **kw)
+
+    return run  # type: ignore[return-value]
 
 
 class CudaBackend:
@@ -66,6 +97,7 @@ class CudaBackend:
         self._fixed: dict[tuple[str, bytes], _msm.FixedBase] = {}
 
     # --- Fr vectors ---------------------------------------------------------------------------
+    @_on_stream
     def _fr_op(self, op: str, a: Any, b: Any | None) -> Any:
         cp = _cp()
         dev = _is_device(a)
@@ -98,10 +130,12 @@ class CudaBackend:
         return self._fr_op("inv", a, None)
 
     # --- NTT ----------------------------------------------------------------------------------
+    @_on_stream
     def ntt(self, a: np.ndarray, *, inverse: bool = False, coset: bool = False) -> np.ndarray:
         dev = _is_device(a)
         return _back(_ntt.ntt(_dev(a), inverse=inverse, coset=coset), dev)
 
+    @_on_stream
     def h_coefficients(self, a: Any, b: Any, c: Any, n: int) -> Any:
         """Groth16's H coefficients (before the 1/(g^n - 1) scale) with a, b, c uploaded once
         and transformed as one batch; equals the engine's sequence of ntt/fr_mul/fr_sub calls."""
@@ -110,13 +144,36 @@ class CudaBackend:
         dev = _is_device(a)
         return _back(h_coefficients(a, b, c, n), dev)
 
+    # --- placement and timing -------------------------------------------------------------------
+    @_on_stream
+    def place(self, a: Any) -> Any:
+        """One upload (a pageable copy on this thread's stream); device arrays pass through."""
+        return _dev(a)
+
+    @_on_stream
+    def fetch(self, a: Any) -> np.ndarray:
+        return _cp().asnumpy(a) if _is_device(a) else np.asarray(a)
+
+    def mark(self) -> Any:
+        ev = _cp().cuda.Event()
+        ev.record(thread_stream())
+        return ev
+
+    def elapsed_ms(self, start: Any, end: Any) -> float:
+        end.synchronize()
+        return float(_cp().cuda.get_elapsed_time(start, end))
+
     # --- points -------------------------------------------------------------------------------
+    @_on_stream
     def resident(self, points: np.ndarray) -> ResidentPoints:
         """Upload a point table once; MSMs given the handle read it in place."""
         if isinstance(points, ResidentPoints):
             return points
-        return ResidentPoints(_dev(points))
+        table = ResidentPoints(_dev(points))
+        thread_stream().synchronize()  # other threads' streams read it next
+        return table
 
+    @_on_stream
     def _msm(self, group: str, points: Any, scalars: Any) -> Any:
         dev = _is_device(scalars)
         P, S = _dev(points), _dev(scalars)
@@ -137,6 +194,7 @@ class CudaBackend:
         return self._msm("g2", points, scalars)
 
     # --- fixed base (setup) ---------------------------------------------------------------------
+    @_on_stream
     def fixed_base(self, group: str, base: Any, scalars: Any, out: Any | None = None) -> Any:
         """scalars[i] * base for every i; device arrays in give device arrays out (keys can be
         generated straight into GPU memory by passing a device ``out``)."""
@@ -146,6 +204,7 @@ class CudaBackend:
         fb = self._fixed.get(key)
         if fb is None:
             fb = _msm.FixedBase(group, b)
+            thread_stream().synchronize()  # the table is shared with other threads' streams
             if len(self._fixed) > 16:
                 self._fixed.clear()
             self._fixed[key] = fb

@@ -81,6 +81,8 @@ class NttPlans:
                 pt = PowerTable(root_of_unity(log_n), count)
                 t = cp.empty((count, 4), dtype=cp.uint64)
                 kernel("ntt", "fr_power_table")(((count + 255) // 256,), (256,), (t, np.uint64(count), pt.lo, pt.hi, np.int32(TABLE_BITS)))
+                # cached tables are shared by every thread's stream: finish them before sharing
+                cp.cuda.get_current_stream().synchronize()
                 self._twiddles[log_n] = t
             return t
 
@@ -98,6 +100,7 @@ class NttPlans:
                     t = PowerTable(1, n, ninv)
                 else:
                     t = PowerTable(pow(FR_COSET_SHIFT, -1, R_MOD), n, ninv)
+                _cp().cuda.get_current_stream().synchronize()
                 self._tables[key] = t
             return t
 
