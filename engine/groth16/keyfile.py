@@ -11,12 +11,22 @@ Layout (all integers little-endian):
 The checksum covers the header (with the checksum field zeroed) and every byte after it, so a
 flipped bit anywhere is caught. :func:`load_proving_key` maps the sections with numpy, with no
 per-element parsing; every problem is a one-line :class:`KeyFileError`.
+
+Hashing a whole key costs about 10 s at ``large`` (8.5 GB), so it is done once: after a full
+verification passes, a small sidecar ``<key>.verified`` (JSON) records the file's identity
+(device, inode, size, mtime and ctime in ns) and its header checksum, and later loads that find
+the same identity skip the hash (every structural header check still runs). Trade-off: a
+change that keeps that identity (bit rot under an unchanged inode, or an in-place write within
+the filesystem's timestamp granularity) is not caught until a load with ``verify="always"``
+(parameter caches that verify once make the same trade-off).
+
 The toxic waste is never part of the file: only the group elements setup derived from it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import mmap
 import os
 import struct
@@ -35,6 +45,10 @@ FLAG_INSECURE = 1
 _HEAD = struct.Struct("<8sIIII32s32sQQQQQ")  # magic ver flags header_size n_sections digest checksum inputs aux constraints log_n file_size
 _ENTRY = struct.Struct("<16sQQQ")  # name offset rows cols(uint64 per row)
 _CHECKSUM_AT = 8 + 4 * 4 + 32
+STAMP_SUFFIX = ".verified"
+_STAMP_FORMAT = 1
+_STAT_FIELDS = ("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev")
+VERIFY_MODES = ("auto", "always")
 
 # Section name -> uint64 words per row. Order is the order in the file.
 SECTIONS: dict[str, int] = {
@@ -150,6 +164,8 @@ def save_proving_key(pk: ProvingKey, path: str | os.PathLike) -> None:
     """Write the key to ``path`` atomically (a temp file in the same folder, then os.replace)."""
     pk.check()
     path = Path(path)
+    # the new file gets a new inode anyway, but a stale stamp must never outlive its key
+    stamp_path(path).unlink(missing_ok=True)
     entries, size = _layout(pk)
     h = hashlib.blake2b(digest_size=32)
     header = _header(pk, entries, size, bytes(32))
@@ -219,19 +235,75 @@ def read_header(path: str | os.PathLike) -> dict:
     }
 
 
-def load_proving_key(path: str | os.PathLike, verify_checksum: bool = True) -> ProvingKey:
-    """Map a proving key file; sections are read-only numpy views of the mapping (no copy)."""
+def stamp_path(path: str | os.PathLike) -> Path:
+    """The verified-stamp sidecar of a key file: ``<key>.verified``."""
+    path = Path(path)
+    return path.with_name(path.name + STAMP_SUFFIX)
+
+
+def _identity(st: os.stat_result) -> dict[str, int]:
+    return {name: int(getattr(st, name)) for name in _STAT_FIELDS}
+
+
+def _stamp_matches(path: Path, st: os.stat_result, checksum: bytes) -> bool:
+    """Whether the sidecar vouches for this very file: same identity and header checksum.
+    A missing, unreadable or garbled sidecar simply does not match."""
+    try:
+        stamp = json.loads(stamp_path(path).read_text(encoding="utf-8"))
+        return (
+            isinstance(stamp, dict)
+            and stamp.get("format") == _STAMP_FORMAT
+            and stamp.get("checksum") == checksum.hex()
+            and all(stamp.get(k) == v for k, v in _identity(st).items())
+        )
+    except (OSError, ValueError):  # ValueError covers bad JSON and bad UTF-8
+        return False
+
+
+def _write_stamp(path: Path, st: os.stat_result, checksum: bytes) -> None:
+    """Record that the file with this identity passed a full verification. Best effort: a
+    read-only folder only means the next load hashes again."""
+    stamp = {"format": _STAMP_FORMAT, "checksum": checksum.hex(), **_identity(st)}
+    try:
+        with atomic_write(stamp_path(path), "w") as f:
+            json.dump(stamp, f)
+    except OSError:
+        pass
+
+
+def load_proving_key(path: str | os.PathLike, verify_checksum: bool = True, verify: str = "auto") -> ProvingKey:
+    """Map a proving key file; sections are read-only numpy views of the mapping (no copy).
+
+    ``verify="auto"`` hashes the whole file unless its verified stamp (see the module doc)
+    matches, and writes the stamp after a hash that passes; ``verify="always"`` hashes every
+    time. ``verify_checksum=False`` skips the checksum altogether (the caller asked for speed).
+    """
+    if verify not in VERIFY_MODES:
+        raise ValueError(f"verify must be one of {', '.join(VERIFY_MODES)}, got {verify!r}")
     path = Path(path)
     head = read_header(path)
-    actual = path.stat().st_size
-    if actual < head["file_size"]:
-        raise KeyFileError(f"{path}: proving key is truncated ({actual} of {head['file_size']} bytes)")
-    if actual > head["file_size"]:
-        raise KeyFileError(f"{path}: proving key has {actual - head['file_size']} unexpected trailing bytes")
-    with open(path, "rb") as f:
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise KeyFileError(f"cannot read proving key {path}: {exc.strerror or exc}") from None
+    with f:
+        st = os.fstat(f.fileno())
+        actual = st.st_size
+        if actual < head["file_size"]:
+            raise KeyFileError(f"{path}: proving key is truncated ({actual} of {head['file_size']} bytes)")
+        if actual > head["file_size"]:
+            raise KeyFileError(f"{path}: proving key has {actual - head['file_size']} unexpected trailing bytes")
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    if verify_checksum and _checksum(mm) != head["checksum"]:
-        raise KeyFileError(f"{path}: proving key checksum mismatch (the file is corrupt)")
+        if verify_checksum:
+            # the mapped header must be the one read_header parsed (the path may have been replaced)
+            mapped = bytes(mm[_CHECKSUM_AT : _CHECKSUM_AT + 32])
+            if mapped != head["checksum"]:
+                raise KeyFileError(f"{path}: proving key checksum mismatch (the file changed while loading)")
+            if verify == "always" or not _stamp_matches(path, st, mapped):
+                if _checksum(mm) != head["checksum"]:
+                    raise KeyFileError(f"{path}: proving key checksum mismatch (the file is corrupt)")
+                if _identity(os.fstat(f.fileno())) == _identity(st):  # unchanged while hashing
+                    _write_stamp(path, st, mapped)
     arrays = {}
     for (name, off, rows, cols), want in zip(head["sections"], SECTIONS.items()):
         if (name, cols) != want:
