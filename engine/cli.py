@@ -4,7 +4,8 @@
     prove    prove with a proving key file (reads only the key, the R1CS and the witness)
     verify   check a proof with py_arkworks_bls12381's pairing (never our own arithmetic)
     export   write snarkjs JSON (verification_key.json, proof.json, public.json)
-    bench    kernels (delegates to kernels.bench) | prove (full proofs vs snarkjs)
+    bench    kernels (delegates to kernels.bench) | prove (full proofs: chains vs snarkjs, or a
+             preset's partition with the time broken down; engine/bench_prove.py) | synth | pipeline
 
 Each verb is one ``_add_VERB(subparsers)`` function that registers its arguments and handler;
 adding a verb means adding one function to VERBS (bench sub-verbs: BENCH_VERBS). Bad input
@@ -18,7 +19,6 @@ import argparse
 import json
 import os
 import secrets
-import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -26,8 +26,6 @@ from pathlib import Path
 
 PROG = "sealtop"
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
-# snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (../shared/anchors.md), by log2 size
-SNARKJS_PROVE_S = {10: 1.36, 12: 2.39, 14: 6.19, 16: 17.77}
 
 
 class CliError(Exception):
@@ -287,15 +285,24 @@ def _cmd_bench_kernels(args: argparse.Namespace) -> int:
 
 
 def _add_bench_prove(bsub) -> None:
-    p = bsub.add_parser("prove", help="full prove of 2^k-constraint chains, with the ratio to snarkjs",
-                        description="Full proofs (key load with checksum, evaluation, NTTs, MSMs, assembly) of "
-                        "multiplication chains with exactly 2^k constraints. Keys are made once (INSECURE test "
-                        "parameters) and cached. The figure is the median wall time; snarkjs's anchor is its "
-                        "median `groth16 prove` wall time on the same 2-core machine (../shared/anchors.md).")
-    p.add_argument("--sizes", default="12,14,16", help="log2 constraint counts, comma-separated (default 12,14,16)")
-    p.add_argument("--repeat", type=int, default=3, help="timed proofs per size after a warm-up (default 3)")
+    p = bsub.add_parser("prove", help="full proofs: 2^k chains vs snarkjs, or presets with the time broken down",
+                        description="With --sizes: full proofs (key load with checksum, evaluation, NTTs, MSMs, "
+                        "assembly) of multiplication chains with exactly 2^k constraints; the figure is the median "
+                        "wall time, against snarkjs's median `groth16 prove` on the same 2-core machine "
+                        "(../shared/anchors.md). With --preset: one full partition prove of each preset (key made "
+                        "if missing, loaded once), witness, evaluation, each kernel group, start/finish wall and "
+                        "total, medians after a warm-up, the first proof verified. Keys are INSECURE test "
+                        "parameters, made once and cached.")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--sizes", default=None,
+                      help="log2 constraint counts of chains, comma-separated (default 12,14,16)")
+    what.add_argument("--preset", default=None, metavar="P[,P...]",
+                      help="presets to prove one partition of, comma-separated (porep: tiny, small, medium, "
+                      "large, porep-32g; also cubic, chain-N)")
+    p.add_argument("--repeat", type=int, default=3, help="timed proofs per size or preset after a warm-up (default 3)")
     p.add_argument("--cache-dir", default=None, metavar="DIR",
-                   help="where keys are cached (default $SEALTOP_PARAMS or ~/.cache/sealtop/params)")
+                   help="where keys (and preset circuits) are cached (default $SEALTOP_PARAMS or "
+                   "~/.cache/sealtop/params)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     _add_backend_arg(p)
     p.set_defaults(func=_cmd_bench_prove)
@@ -310,117 +317,36 @@ def _param_dir(arg: str | None) -> Path:
     return d
 
 
-def cached_key(circuit, backend, cache: Path, seed: str = "sealtop-bench"):
-    """The circuit's proving key from the cache, made (and saved) on first use."""
-    from engine.groth16.keyfile import KeyFileError, load_proving_key, save_proving_key
-    from engine.groth16.setup import INSECURE_LABEL, setup
-
-    path = cache / f"{circuit.name}-{circuit.r1cs.digest().hex()[:16]}.pk"
-    if path.exists():
-        try:
-            return load_proving_key(path), path
-        except KeyFileError as exc:
-            _say(f"  cached key unusable ({exc}); making it again")
-    _say(f"  setup {circuit.name} ({INSECURE_LABEL}), cached at {path}")
-    t = time.perf_counter()
-    pk = setup(circuit.r1cs, seed, backend, progress=lambda m: _say(f"    {m}"))
-    save_proving_key(pk, path)
-    _say(f"  setup done in {time.perf_counter() - t:.1f} s")
-    return load_proving_key(path), path
-
-
-def bench_prove(sizes: Sequence[int], backend, repeat: int, cache: Path,
-                log: Callable[[str], None] = _say) -> list[dict]:
-    """Median full-prove wall time per size, with the kernel-group split and the snarkjs ratio."""
-    from engine.groth16 import examples
-    from engine.groth16.keyfile import load_proving_key
-    from engine.groth16.prove import prove
-    from engine.groth16.verify import verify
-    from engine.groth16.vkey import verifying_key
-    from kernels.constants import R_MOD
-
-    rows = []
-    warm = examples.chain_for_constraints(1 << 6)
-    wpk, _ = cached_key(warm, backend, cache)
-    log("  warm-up (loads or compiles the kernels)")
-    prove(wpk, warm.r1cs, warm.witness(3), backend)
-    for k in sizes:
-        circuit = examples.chain_for_constraints(1 << k)
-        _, path = cached_key(circuit, backend, cache)
-        times, splits, ok = [], [], True
-        for i in range(repeat + 1):
-            z = circuit.witness(secrets.randbelow(R_MOD))
-            tm: dict[str, float] = {}
-            cpu0 = os.times()
-            t = time.perf_counter()
-            pk = load_proving_key(path)
-            tm["load"] = (time.perf_counter() - t) * 1e3
-            proof = prove(pk, circuit.r1cs, z, backend, precheck=False, timings=tm)
-            wall = time.perf_counter() - t
-            cpu1 = os.times()
-            tm["cpu"] = (cpu1.user - cpu0.user + cpu1.system - cpu0.system) * 1e3
-            if i == 0:  # the first run at a size warms the page cache and NTT tables
-                ok = verify(verifying_key(pk), examples.public_inputs(circuit.r1cs, z), proof)
-                continue
-            times.append(wall)
-            splits.append(tm)
-            log(f"  2^{k}: run {i}: {wall:.2f} s wall, {tm['cpu'] / 1e3:.2f} s cpu")
-        med = statistics.median(times)
-        mid = splits[times.index(sorted(times)[len(times) // 2])]
-        anchor = SNARKJS_PROVE_S.get(k)
-        rows.append({
-            "log_constraints": k,
-            "constraints": circuit.r1cs.num_constraints,
-            "prove_s": round(med, 3),
-            "cpu_s": round(mid["cpu"] / 1e3, 3),
-            "snarkjs_s": anchor,
-            "ratio": round(med / anchor, 3) if anchor else None,
-            "verified": ok,
-            "ms": {key: round(v, 1) for key, v in mid.items()},
-            "backend": backend.name,
-        })
-    return rows
-
-
-def format_bench_prove(rows: Sequence[dict]) -> str:
-    groups = ("load", "eval", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2")
-    head = ["constraints", "prove s", "snarkjs s", "ratio", "cpu s", "verified", *[f"{g} ms" for g in groups]]
-    body = []
-    for r in rows:
-        body.append([
-            f"2^{r['log_constraints']}", f"{r['prove_s']:.2f}",
-            f"{r['snarkjs_s']:.2f}" if r["snarkjs_s"] else "-",
-            f"{r['ratio']:.2f}" if r["ratio"] else "-",
-            f"{r['cpu_s']:.2f}",
-            "yes" if r["verified"] else "NO",
-            *[f"{r['ms'].get(g, 0):.0f}" for g in groups],
-        ])
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)] if body else [len(h) for h in head]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
-    lines.append("prove s: median wall time (key load with checksum, evaluation, NTTs, MSMs, assembly); cpu s: "
-                 "process CPU time of that run (wall well above cpu/cores means the machine is shared).")
-    lines.append("ratio = ours / snarkjs 0.7.6 groth16 prove (wall, 2-core machine, ../shared/anchors.md); "
-                 "below 1.0 is faster. Keys: INSECURE TEST PARAMETERS.")
-    if rows:
-        lines.append(f"backend: {rows[0]['backend']}; host CPUs: {os.cpu_count()}")
-    return "\n".join(lines)
-
-
 def _cmd_bench_prove(args: argparse.Namespace) -> int:
-    try:
-        sizes = [int(s.strip().removeprefix("2^")) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        raise CliError(f"--sizes must be log2 sizes like 12,14,16, got {args.sizes!r}") from None
-    if not sizes or any(not 4 <= k <= 26 for k in sizes):
-        raise CliError("--sizes: each log2 size must be in 4..26")
+    from engine import bench_prove
+
+    if args.preset is not None:
+        from engine.pipeline.circuits import PresetError
+
+        try:
+            presets = bench_prove.parse_presets(args.preset)
+        except PresetError as exc:
+            raise CliError(f"--preset: {exc}") from None
+    else:
+        text = args.sizes if args.sizes is not None else "12,14,16"
+        try:
+            sizes = [int(s.strip().removeprefix("2^")) for s in text.split(",") if s.strip()]
+        except ValueError:
+            raise CliError(f"--sizes must be log2 sizes like 12,14,16, got {text!r}") from None
+        if not sizes or any(not 4 <= k <= 26 for k in sizes):
+            raise CliError("--sizes: each log2 size must be in 4..26")
     if args.repeat < 1:
         raise CliError(f"--repeat must be at least 1, got {args.repeat}")
     be = _backend(args.backend)
     cache = _param_dir(args.cache_dir)
-    _say(f"bench prove on the {be.name} backend; sizes {', '.join(f'2^{k}' for k in sizes)}")
-    rows = bench_prove(sizes, be, args.repeat, cache)
-    print(json.dumps(rows, indent=2) if args.json else format_bench_prove(rows))
+    if args.preset is not None:
+        _say(f"bench prove on the {be.name} backend; presets {', '.join(presets)}")
+        rows = bench_prove.bench_presets(presets, be, args.repeat, cache)
+        print(json.dumps(rows, indent=2) if args.json else bench_prove.format_presets(rows))
+    else:
+        _say(f"bench prove on the {be.name} backend; sizes {', '.join(f'2^{k}' for k in sizes)}")
+        rows = bench_prove.bench_chains(sizes, be, args.repeat, cache)
+        print(json.dumps(rows, indent=2) if args.json else bench_prove.format_chains(rows))
     return EXIT_OK if all(r["verified"] for r in rows) else EXIT_REJECTED
 
 
