@@ -35,6 +35,7 @@ TIMER_KEYS = (
     "channel_wait",
     "gpu_wrapper",
     "gpu_call",
+    "upload",
     "ntt",
     "msm_h",
     "msm_a",
@@ -44,7 +45,9 @@ TIMER_KEYS = (
     "finalize",
     "dealloc",
 )
-KERNEL_KEYS = ("ntt", "msm_h", "msm_a", "msm_b1", "msm_l")
+# Kernel groups timed on the device (CUDA events): "upload" is the host→device copy of a, b, c
+# and z. A group a backend does not report (the CPU backend may skip "upload") counts as 0.
+KERNEL_KEYS = ("upload", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l")
 
 Event = dict[str, Any]
 

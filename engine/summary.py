@@ -176,6 +176,30 @@ def peak_memory(events: Iterable[dict]) -> tuple[int, int]:
     return peak_total, peak_shm
 
 
+def _rss_anon(sample: dict) -> int:
+    return sum((p.get("rss_anon") or 0) for p in sample["processes"])
+
+
+def baseline_rss_anon(events: Iterable[dict]) -> int:
+    """ΣRssAnon of the engine's processes before any partition data exists: the last sample
+    before the first partition enters ``synthesizing`` (the minimum over the samples if none
+    precedes it; 0 without samples). Each process's Python/numba/CuPy footprint, which a model of
+    partition buffers alone leaves out."""
+    last: int | None = None
+    lowest: int | None = None
+    started = False
+    for e in events:
+        k = e.get("kind")
+        if k == "sample":
+            last = _rss_anon(e)
+            lowest = last if lowest is None else min(lowest, last)
+        elif k == "stage" and e["stage"] == "synthesizing" and not started:
+            if last is not None:
+                return last
+            started = True
+    return lowest or 0
+
+
 def gpu_intervals(recs: Iterable[PartitionRecord]) -> dict[str, list[tuple[float, float]]]:
     """worker → [start, end) of each GPU wrapper call (gpu stage event + gpu_wrapper ms)."""
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -187,7 +211,7 @@ def gpu_intervals(recs: Iterable[PartitionRecord]) -> dict[str, list[tuple[float
 
 
 def kernel_ms_by_worker(recs: Iterable[PartitionRecord]) -> dict[str, float]:
-    """worker → the kernel milliseconds (ntt + MSMs, from the worker's own timers) it ran."""
+    """worker → the kernel milliseconds (upload, ntt and MSMs, by the worker's own timers)."""
     out: dict[str, float] = defaultdict(float)
     for r in recs:
         for _t, s, w in r.stages:
@@ -223,6 +247,7 @@ class RunSummary:
     kernel_ms: float
     peak_total: int
     peak_shm: int
+    baseline_rss_anon: int  # see baseline_rss_anon()
 
 
 def run_summary(events: list[dict]) -> RunSummary:
@@ -257,6 +282,7 @@ def run_summary(events: list[dict]) -> RunSummary:
         kernel_ms=sum(sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in done),
         peak_total=peak_total,
         peak_shm=peak_shm,
+        baseline_rss_anon=baseline_rss_anon(events),
     )
 
 
@@ -356,7 +382,8 @@ def render_summary(events: list[dict]) -> str:
         f"GPU wrapper {s.wrapper_ms:.1f} ms, call {s.call_ms:.1f} ms, kernels {s.kernel_ms:.1f} ms"
         f" (wrapper - kernels = {gap:.1f} ms"
         + (f", {100.0 * gap / s.wrapper_ms:.1f}% of wrapper)" if s.wrapper_ms > 0 else ")"),
-        f"peak memory: {_bytes(s.peak_total)} (RssAnon sum + shm), peak shm {_bytes(s.peak_shm)}",
+        f"peak memory: {_bytes(s.peak_total)} (RssAnon sum + shm), peak shm {_bytes(s.peak_shm)}"
+        f", baseline {_bytes(s.baseline_rss_anon)} (RssAnon sum before the first synthesis)",
     ]
     return "\n".join(lines)
 

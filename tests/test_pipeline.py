@@ -239,8 +239,10 @@ def test_dealloc_intervals(params, mode):
     assert first["shm_bytes"] == last["shm_bytes"] == 0  # memory back to its baseline
 
 
-def _kill_on_first(cfg: EngineConfig, stage: str, role: str, partitions: int) -> list[dict]:
-    eng = Engine(cfg)
+def _kill_on_first(
+    cfg: EngineConfig, stage: str, role: str, partitions: int, progress=None
+) -> list[dict]:
+    eng = Engine(cfg, progress=progress)
     q = eng.subscribe()
     eng.start()
     evs: list[dict] = []
@@ -265,7 +267,8 @@ def _kill_on_first(cfg: EngineConfig, stage: str, role: str, partitions: int) ->
 
 @pytest.mark.parametrize("stage, role", [("gpu", "prover"), ("synthesizing", "synth")])
 def test_worker_sigkill_loses_no_proof(params, stage, role):
-    evs = _kill_on_first(make_cfg(params), stage, role, 3)
+    lines: list[str] = []
+    evs = _kill_on_first(make_cfg(params), stage, role, 3, progress=lines.append)
     c = assert_counters_add_up(evs, 3)
     assert c["worker_deaths"] >= 1
     assert c["stage_done"] == 3 and c["stage_failed"] == 0
@@ -278,6 +281,8 @@ def test_worker_sigkill_loses_no_proof(params, stage, role):
         # the proof in flight was retried on a new prover process
         assert c["retries"] >= 1
         assert any(e.get("reason", "").startswith("retry") for e in evs if e["kind"] == "stage")
+        # the restarted prover loaded the job's key again before its slot took work
+        assert sum(line.startswith("cpu0: proving key for chain-1024") for line in lines) == 2
 
 
 def test_corrupted_proof_is_reported_unverified(params):
@@ -379,3 +384,53 @@ def test_knob_values_are_checked(params):
         eng.stop()
     knobs = [(e["name"], e["new"]) for e in drain(q) if e["kind"] == "knob"]
     assert ("memory_budget", 2**30) in knobs and len(knobs) == 3
+
+
+def test_key_load_happens_before_the_first_wrapper(params):
+    """A slow key load (2 s, injected in the prover) is done before any partition reaches the
+    GPU, never inside a GPU wrapper. Before the fix the first prove task loaded the key itself,
+    inside the first partition's wrapper (and no load line was reported)."""
+    delay = 2.0
+    lines: list[tuple[float, str]] = []
+    eng = Engine(make_cfg(params), Faults(key_load_delay_s=delay))
+    eng.progress = lambda line: lines.append((eng.clock.now(), line))
+    q = eng.subscribe()
+    eng.start()
+    try:
+        eng.submit(Job(PRESET, 2))
+        assert eng.wait_idle(WAIT)
+    finally:
+        eng.stop()
+    evs = drain(q)
+    assert_clean(eng, evs)
+    loaded = [(t, line) for t, line in lines if line.startswith("cpu0: proving key for")]
+    assert len(loaded) == 1 and "memory-mapped in" in loaded[0][1]
+    assert float(loaded[0][1].rsplit(" in ", 1)[1].split()[0]) >= delay - 0.05
+    first_gpu = min(e["t"] for e in evs if e["kind"] == "stage" and e["stage"] == "gpu")
+    assert loaded[0][0] <= first_gpu
+    timings = [e for e in evs if e["kind"] == "partition_timings"]
+    assert len(timings) == 2
+    assert all(e["ms"]["gpu_wrapper"] < delay * 1000 / 2 for e in timings)
+
+
+def test_key_load_failure_fails_the_job_with_the_reason(params):
+    eng = Engine(make_cfg(params), Faults(key_load_fail={"cpu0"}))
+    q = eng.subscribe()
+    eng.start()
+    try:
+        eng.submit(Job(PRESET, 3))
+        assert eng.wait_idle(60), "a failed key load must not hang the job"
+    finally:
+        eng.stop()
+    evs = drain(q)
+    assert_clean(eng, evs)
+    c = assert_counters_add_up(evs, 3)
+    assert c["stage_failed"] == 3 and c["stage_done"] == 0
+    reasons = {e["reason"] for e in evs if e["kind"] == "stage" and e["stage"] == "failed"}
+    assert reasons == {
+        "cpu0: proving key for chain-1024 could not be loaded: "
+        "RuntimeError: injected key load failure"
+    }
+    assert not any(e["kind"] == "stage" and e["stage"] == "gpu" for e in evs)
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and done[0]["verified"] is False

@@ -233,4 +233,60 @@ def test_b2_on_the_cpu_from_a_gpu_backend_handle(tmp_path):
     assert key.cpu_b2 is not None  # the CPU query was built for the swap
     bad = bytes([proof[0] ^ 1]) + proof[1:]
     assert not proving.verify(vk, proving.public_inputs(c.r1cs.num_inputs, z), bad)
-    assert proving.pin(z, get_backend("cpu")) is False  # pinning only applies to cuda
+    assert not hasattr(proving, "pin")  # no per-partition page-locking (it sat in the wrapper)
+
+
+def test_upload_is_a_kernel_group_and_missing_groups_count_zero():
+    assert events.KERNEL_KEYS[0] == "upload" and "upload" in events.TIMER_KEYS
+    evs = [
+        events.job_submitted(0.0, 1, "p", 2, 100),
+        _st(0.0, 1, 0, "queued"), _st(0.0, 1, 1, "queued"),
+        events.stage(1.0, 1, 0, "gpu", "gpu0/0"),
+        events.stage(2.0, 1, 1, "gpu", "gpu0/0"),
+        _st(2.0, 1, 0, "done"), _st(3.0, 1, 1, "done"),
+        events.partition_timings(
+            2.0, 1, 0, {"gpu_wrapper": 900.0, "upload": 50.0, "ntt": 100.0, "msm_h": 300.0}, 1
+        ),
+        events.partition_timings(3.0, 1, 1, {"gpu_wrapper": 800.0, "ntt": 200.0}, 1),  # no upload
+        events.proof_done(4.0, 1, "00", True, 4000.0),
+    ]
+    s = summary.run_summary(evs)
+    assert s.kernel_ms == 650.0
+    table = summary.render_table(evs).splitlines()
+    assert table[2].split()[7] == "450.0" and table[3].split()[7] == "200.0"
+
+
+def _sample(t, rss, shm=0):
+    procs = [{"pid": i, "role": f"w{i}", "rss_anon": r} for i, r in enumerate(rss)]
+    return events.sample(t, procs, shm, {}, [])
+
+
+def test_baseline_is_the_last_sample_before_the_first_synthesis():
+    evs = [
+        _sample(0.0, [10, 5, None]),  # workers just spawned
+        _sample(0.5, [100, 200, 300], shm=7),  # started and warm: shm is not part of it
+        events.job_submitted(0.6, 1, "p", 2, 100),
+        _st(0.6, 1, 0, "queued"), _st(0.6, 1, 1, "queued"),
+        _sample(0.7, [90, 190, 290]),  # after submission, still before synthesis
+        _st(0.8, 1, 0, "synthesizing"),
+        _sample(0.9, [1000, 2000, 3000], shm=10**6),
+        _st(1.0, 1, 1, "synthesizing"),
+        _sample(1.1, [50, 50, 50]),
+    ]
+    assert summary.baseline_rss_anon(evs) == 570
+    assert summary.run_summary(evs).baseline_rss_anon == 570
+    # no sample before the first synthesis: the smallest sampled total
+    assert summary.baseline_rss_anon(evs[6:]) == 150
+    assert summary.baseline_rss_anon(evs[2:5]) == 0  # no samples at all
+    assert "baseline 570 B" in summary.render_summary(evs)
+
+
+def test_memory_model_terms():
+    from engine.runner import memory_model
+
+    cpu = memory_model(1000, 4, 10, 500, "cpu")
+    assert cpu["model_peak_bytes"] == 1000 + 40 + 500
+    assert cpu["partition_term_bytes"] == 40 and cpu["key_term_counted"] is True
+    gpu = memory_model(1000, 4, 10, 500, "cuda")
+    assert gpu["model_peak_bytes"] == 1040 and gpu["key_term_bytes"] == 0
+    assert gpu["key_term_counted"] is False and "GPU memory" in gpu["key_term_basis"]

@@ -95,11 +95,20 @@ def test_bench_pipeline_writes_report(tmp_path, params, capsys):
     s = rep["summary"]
     assert s["partitions_done"] == 3 and s["jobs_verified"] == 1
     assert s["s_per_proof"] > 0 and s["peak_total"] > 0
-    assert rep["model_peak_bytes"] == rep["model_peak_shm_bytes"] + rep["key_bytes"]
+    assert rep["backend_in_use"] == "cpu" and rep["key_term_counted"] is True
+    assert rep["model_peak_bytes"] == (
+        rep["baseline_bytes"] + rep["partition_term_bytes"] + rep["key_term_bytes"]
+    )
+    assert rep["partition_term_bytes"] == rep["model_peak_shm_bytes"]
+    assert rep["key_term_bytes"] == rep["key_bytes"] > 0
+    assert rep["old_model_peak_bytes"] == rep["model_peak_shm_bytes"] + rep["key_bytes"]
+    assert rep["baseline_bytes"] == s["baseline_rss_anon"] > 0
+    cap = capsys.readouterr()
+    assert "memory model: baseline" in cap.out and "key term: key file size" in cap.out
+    assert "report written" in cap.err
     assert rep["bytes_per_partition"] == (3 * 258 + 258) * 32
     assert 0 < rep["peak_shm_vs_model"] <= 1.0
     assert rep["wrapper_minus_kernels_ms"] >= 0
-    assert "report written" in capsys.readouterr().err
 
 
 def test_bench_matrix_dealloc(tmp_path, params, capsys):

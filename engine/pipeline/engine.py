@@ -15,6 +15,10 @@ The orchestrator runs in the engine's own threads, in the calling process:
 * one ``slot`` thread per GPU slot: takes a partition from the channel, sends it to its device's
   prover process and waits for the GPU half (the "wrapper" timer); then releases a, b, c and z
   either inline (dealloc = "sync", inside the wrapper) or through the ``dealloc`` thread;
+* key loading: when a job is submitted (and when a prover is restarted) every prover gets a
+  ``load`` task for the job's proving key. A slot takes nothing from the channel until its
+  prover has loaded the key of every unfinished job, so no wrapper contains a key upload. A
+  failed load fails the jobs of that key, with the reason;
 * ``finalize``: waits for the proof, verifies it, and closes the partition and the job;
 * the sampler (engine.telemetry.sampler).
 
@@ -55,6 +59,7 @@ from engine.warmup import ensure_warm
 
 
 MAX_ATTEMPTS = 3  # a partition whose worker dies this many times fails
+STARTUP_WAIT_S = 120.0  # start() waits at most this long for the workers to come up
 MAX_PROVER_START_FAILURES = 3  # a device whose prover dies this often before it is ready is
 # given up on (its partitions fail with the reason) rather than restarted forever
 
@@ -78,6 +83,8 @@ class Faults:
     flipped before verification."""
 
     corrupt_proof: set[tuple[int, int]] = field(default_factory=set)
+    key_load_delay_s: float = 0.0  # every key load sleeps this long first (in the prover)
+    key_load_fail: set[str] = field(default_factory=set)  # provers whose key loads fail
 
 
 @dataclass
@@ -117,6 +124,7 @@ class _JobState:
     verified: dict[int, bool] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
     finished: bool = False
+    key_error: str | None = None  # set when a prover could not load the key: partitions fail
 
 
 @dataclass
@@ -127,7 +135,7 @@ class _Worker:
     tasks: Any
     device: int | None = None
     busy: set = field(default_factory=set)  # keys of partitions it holds
-    ready: bool = False  # a prover that has loaded its backend
+    ready: bool = False  # started: backend loaded (prover) or kernels warm (synthesis)
 
 
 class Engine:
@@ -178,6 +186,11 @@ class Engine:
         self._sampler: Sampler | None = None
         self._prover_failures: dict[str, int] = {}
         self._prover_broken: dict[str, str] = {}
+        # Proving keys per prover process (reset when it is restarted), guarded by _state.
+        self._keys_cv = threading.Condition(self._state)
+        self._keys_loaded: dict[str, set[str]] = {}  # prover → key paths loaded
+        self._keys_requested: dict[str, dict[str, str]] = {}  # prover → path → preset, in flight
+        self._live_jobs: set[int] = set()  # jobs not finished
 
     # -- events ------------------------------------------------------------------------------
     def subscribe(self) -> queue.Queue:
@@ -253,8 +266,26 @@ class Engine:
             [d for d in self._devices if d is not None],
         )
         self._sampler.sample_now()
-        self._sampler.start()
         atexit.register(self._at_exit)
+        self._await_workers()
+        # a sample of the started, warm processes before any partition exists: the memory
+        # baseline that engine.summary.baseline_rss_anon reads
+        self._sampler.sample_now()
+        self._sampler.start()
+
+    def _await_workers(self, timeout: float = STARTUP_WAIT_S) -> None:
+        """Wait until every worker has started (or died, or given up), so the first
+        partition's timers and the memory baseline do not include process start-up."""
+        deadline = self.clock.now() + timeout
+        with self._state:
+            while self.clock.now() < deadline:
+                pending = [
+                    w for w in self._synth_workers + list(self._provers.values())
+                    if not w.ready and w.process.is_alive() and w.name not in self._prover_broken
+                ]
+                if not pending:
+                    return
+                self._keys_cv.wait(0.1)
 
     def _at_exit(self) -> None:
         """A program that forgets stop() still leaves no worker and no segment behind."""
@@ -294,7 +325,73 @@ class Engine:
         proc.start()
         w = _Worker(name, "prover", proc, tasks, device=dev)
         self._provers[name] = w
+        self._keys_loaded[name] = set()
+        self._keys_requested[name] = {}
+        for jid in sorted(self._live_jobs):  # a restarted prover loads the keys again first
+            js = self._jobs[jid]
+            if js.key_error is None:
+                self._request_key(w, js.key_path, js.job.preset)
         return w
+
+    def _say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+
+    def _request_key(self, w: _Worker, path: str, preset: str) -> None:
+        """Send ``w`` a load task for ``path`` unless it has it or is loading it (under _state)."""
+        if path in self._keys_loaded[w.name] or path in self._keys_requested[w.name]:
+            return
+        self._keys_requested[w.name][path] = preset
+        task: dict[str, Any] = {"op": "load", "key_path": path}
+        if self.faults.key_load_delay_s:
+            task["test_delay_s"] = self.faults.key_load_delay_s
+        if w.name in self.faults.key_load_fail:
+            task["test_fail"] = "injected key load failure"
+        w.tasks.put(task)
+        if self._backend == "cuda":
+            self._say(f"{w.name}: loading the proving key for {preset} onto the device...")
+
+    def _keys_ready(self, prover: str) -> bool:
+        """Whether ``prover`` holds the key of every unfinished job (under _state). A job whose
+        key failed to load, or a prover given up on, needs no wait: the slot fails the partition."""
+        if prover in self._prover_broken:
+            return True
+        loaded = self._keys_loaded.get(prover, set())
+        for jid in self._live_jobs:
+            js = self._jobs[jid]
+            if js.key_error is None and js.key_path not in loaded:
+                return False
+        return True
+
+    def _key_reply(self, kind: str, worker: str, path: str, info: dict) -> None:
+        """A prover's ``key_loaded`` / ``key_error`` reply."""
+        failed: list[_Part] = []
+        with self._state:
+            w = self._provers.get(worker)
+            if w is None or w.process.pid != info.get("pid"):
+                return  # from a process that has since died
+            preset = self._keys_requested[worker].pop(path, None) or path
+            if kind == "key_loaded":
+                self._keys_loaded[worker].add(path)
+                if w.ready and not self._keys_requested[worker]:
+                    self._prover_failures[worker] = 0
+                where = "loaded onto the device" if self._backend == "cuda" else "memory-mapped"
+                line = f"{worker}: proving key for {preset} {where} in {info['ms'] / 1000:.1f} s"
+            else:
+                line = f"{worker}: proving key for {preset} could not be loaded: {info['message']}"
+                for jid in self._live_jobs:
+                    js = self._jobs[jid]
+                    if js.key_path == path and js.key_error is None:
+                        js.key_error = line
+                        failed += [p for p in self._pending if p.job == jid]
+                for p in failed:
+                    self._pending.remove(p)
+            self._keys_cv.notify_all()
+        if kind == "key_error":
+            self._error(worker, line)
+        self._say(line)
+        for p in failed:
+            self._fail(p, line)
 
     def _circuit_cache(self) -> str:
         """Where compiled circuits are kept, shared by the orchestrator and the workers."""
@@ -337,6 +434,9 @@ class Engine:
         with self._state:
             js = _JobState(jid, job, circuit, str(key_path), vk, t)
             self._jobs[jid] = js
+            self._live_jobs.add(jid)
+            for w in self._provers.values():
+                self._request_key(w, js.key_path, job.preset)
             for i in range(job.partitions):
                 p = _Part(jid, i, job.preset, job.seed, nbytes)
                 self._parts[(jid, i)] = p
@@ -465,6 +565,10 @@ class Engine:
                     continue
             except AdmissionClosed:
                 return
+            reason = self._jobs[p.job].key_error
+            if reason is not None:
+                self._fail(p, reason)
+                continue
             self._dispatch_synthesis(p)
 
     def _dispatch_synthesis(self, p: _Part) -> None:
@@ -558,15 +662,21 @@ class Engine:
         kind, worker, key = msg[0], msg[1], msg[2]
         if kind == "ready":
             with self._state:
-                w = self._provers.get(worker)
+                w = self._worker_by_name(worker)
                 if w is not None:
                     w.ready = True
-                    self._prover_failures[worker] = 0
+                    if w.role == "prover" and not self._keys_requested.get(worker):
+                        self._prover_failures[worker] = 0
+                self._keys_cv.notify_all()
+            return
+        if kind in ("key_loaded", "key_error"):
+            self._key_reply(kind, worker, key, msg[3])
             return
         if kind == "worker_error":
             self._error(worker, f"worker could not start: {msg[3]}")
             with self._state:
                 self._prover_broken.setdefault(worker, msg[3])
+                self._keys_cv.notify_all()
             return
         with self._state:
             w = self._worker_by_name(worker)
@@ -581,7 +691,11 @@ class Engine:
         if kind == "synth_done":
             p.timers.set("witness", msg[3]["witness"])
             p.timers.set("eval", msg[3]["eval"])
-            self._synthesized(p)
+            reason = self._jobs[p.job].key_error
+            if reason is not None:
+                self._fail(p, reason)
+            else:
+                self._synthesized(p)
         elif kind == "gpu_done":
             p.gpu_result = ("ok", msg[3])
             p.gpu_done.set()
@@ -627,6 +741,9 @@ class Engine:
                     self._idle_synth.remove(w)
             else:
                 self._provers.pop(w.name, None)
+                loading = bool(self._keys_requested.get(w.name))
+                self._keys_loaded[w.name] = set()  # its slots wait for the restarted prover
+                self._keys_requested[w.name] = {}
             held = [
                 p
                 for k in w.busy
@@ -658,13 +775,16 @@ class Engine:
             if w.role == "synth":
                 self._pending_cv.notify_all()
                 return
-            if not w.ready:
+            if not w.ready or loading:
                 n = self._prover_failures.get(w.name, 0) + 1
                 self._prover_failures[w.name] = n
                 if n >= MAX_PROVER_START_FAILURES:
-                    self._prover_broken.setdefault(w.name, f"prover died {n} times before ready")
+                    self._prover_broken.setdefault(
+                        w.name, f"prover died {n} times before it was ready (or loading its keys)"
+                    )
             if w.name in self._prover_broken:
                 reason = self._prover_broken[w.name]
+                self._keys_cv.notify_all()
             else:
                 self._spawn_prover(w.device)
                 return
@@ -724,6 +844,12 @@ class Engine:
             if p.cancelled:
                 continue
             attempt = p.attempt
+            reason = self._await_key_everywhere(p, attempt)
+            if reason is not None:
+                self._fail(p, reason)
+                continue
+            if p.cancelled or p.attempt != attempt or self._closed:
+                continue
 
             def on_enter(item: tuple[_Part, int]) -> None:
                 part = item[0]
@@ -746,10 +872,36 @@ class Engine:
             except ChannelClosed:
                 return
 
+    def _await_key_everywhere(self, p: _Part, attempt: int) -> str | None:
+        """Hold a synthesized partition out of the channel until every prover (not given up on)
+        has loaded its job's key, so whichever slot takes it finds the key loaded; returns the
+        job's key error, if any. Slots also wait (_keys_ready), but a slot already blocked in
+        channel.get when a new job arrives could otherwise take its partition first."""
+        js = self._jobs[p.job]
+        names = [self._prover_name(d) for d in self._devices]
+        with self._state:
+            while not (
+                js.key_error is not None
+                or self._closed
+                or p.cancelled
+                or p.attempt != attempt
+                or all(
+                    n in self._prover_broken or js.key_path in self._keys_loaded.get(n, ())
+                    for n in names
+                )
+            ):
+                self._keys_cv.wait(0.2)
+            return js.key_error
+
     def _slot_loop(self, dev: int | None, slot: int) -> None:
         prover = self._prover_name(dev)
         label = f"{prover}/{slot}"
         while True:
+            with self._state:
+                while not self._closed and not self._keys_ready(prover):
+                    self._keys_cv.wait(0.2)
+            if self._closed:
+                return
             box: dict[str, _Part] = {}
 
             def on_leave(item: tuple[_Part, int]) -> None:
@@ -772,17 +924,28 @@ class Engine:
 
     def _run_on_gpu(self, p: _Part, prover: str, label: str) -> None:
         with self._state:
-            w = self._provers.get(prover)
             js = self._jobs[p.job]
-        while w is None and not self._closed and prover not in self._prover_broken:
-            # the prover is being restarted after a death
-            threading.Event().wait(0.05)
-            with self._state:
-                w = self._provers.get(prover)
+
+            def ready() -> bool:
+                # the prover is up and holds the key; this only waits when the prover died and
+                # is restarting after the slot last checked _keys_ready (a fault path)
+                return (
+                    self._closed
+                    or prover in self._prover_broken
+                    or js.key_error is not None
+                    or (prover in self._provers and js.key_path in self._keys_loaded[prover])
+                )
+
+            while not ready():
+                self._keys_cv.wait(0.2)
+            w = self._provers.get(prover)
         if prover in self._prover_broken:
             self._fail(p, f"{prover} unavailable: {self._prover_broken[prover]}")
             return
-        if w is None:
+        if js.key_error is not None:
+            self._fail(p, js.key_error)
+            return
+        if w is None or self._closed:
             return
         segs = p.segs
         w.tasks.put(
@@ -888,6 +1051,8 @@ class Engine:
             if js.finished or len(js.proofs) + len(js.failed) < js.job.partitions:
                 return
             js.finished = True
+            self._live_jobs.discard(jid)
+            self._keys_cv.notify_all()
             proof_hex = b"".join(js.proofs.get(i, b"") for i in range(js.job.partitions)).hex()
             ok = not js.failed and all(js.verified.values())
         self.counters.add("proofs_done")

@@ -9,7 +9,8 @@ workers stay about scheduling:
   verification key. Keys made here use setup's deterministic test toxic waste and are marked
   insecure by setup itself.
 * :func:`load_key` memory-maps a key and places its point tables where the backend's MSMs run,
-  once per prover process.
+  once per prover process, when the orchestrator sends the prover a load task (at submission,
+  so no partition's GPU wrapper pays for it).
 * :func:`start` / :func:`finish` are prove_start (H and the G1 MSMs) and prove_finish (B2,
   assembly, serialization).
 * :func:`verify` is the independent pairing check; any error in it counts as "not verified".
@@ -80,6 +81,7 @@ def ensure_key(
 
 
 def load_key(path: str, backend: Any) -> LoadedKey:
+    """Memory-map the key and make its queries resident (an upload of every table on cuda)."""
     from engine.groth16.keyfile import load_proving_key
     from engine.groth16.prove import resident_tables
 
@@ -122,29 +124,6 @@ def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None) -> byt
             handle, backend=cpu, tables={**handle.tables, "b_g2": key.cpu_b2}
         )
     return bytes(prove_finish(handle))
-
-
-def pin(array: np.ndarray, backend: Any) -> bool:
-    """Page-lock a shared-memory view for faster uploads (cudaHostRegister) on a GPU backend.
-    Returns whether it was pinned; pinning is an optimisation, so failure is not an error."""
-    if getattr(backend, "name", "cpu") != "cuda" or array.nbytes == 0:
-        return False
-    try:
-        import cupy
-
-        cupy.cuda.runtime.hostRegister(array.ctypes.data, array.nbytes, 0)
-        return True
-    except Exception:
-        return False
-
-
-def unpin(array: np.ndarray) -> None:
-    try:
-        import cupy
-
-        cupy.cuda.runtime.hostUnregister(array.ctypes.data)
-    except Exception:
-        pass
 
 
 def public_inputs(num_inputs: int, z: np.ndarray) -> list[int]:

@@ -11,6 +11,10 @@ Messages (all small tuples/dicts):
   "partitions", "segs"}``;
   replies ``("synth_done", worker, key, {"witness": ms, "eval": ms})`` or
   ``("task_error", worker, key, message)``.
+* synthesis workers reply ``("ready", worker, None, {})`` once warm (before their first task).
+* prover task ``{"op": "load", "key_path"}``: load a proving key (memory-map, upload its point
+  tables) before any partition needs it; replies ``("key_loaded", worker, key_path, {"ms", "pid"})``
+  or ``("key_error", worker, key_path, {"message", "pid"})``.
 * prover task ``{"op": "prove", "key", "preset", "key_path", "segs", "b_g2"}``;
   replies ``("gpu_done", worker, key, timings)`` once H and the G1 MSMs are done and a, b, c are
   no longer needed, then ``("proved", worker, key, proof_bytes, public_inputs, {"b2": ms})``.
@@ -56,6 +60,7 @@ def synthesis_main(name: str, tasks: Any, results: Any) -> None:
 
     plans: dict[str, Any] = {}
     _warm_synthesis()
+    results.put(("ready", name, None, {}))
     while True:
         task = tasks.get()
         if task is None:
@@ -101,6 +106,14 @@ def _warm_synthesis() -> None:
         pass
 
 
+def _only_device(device: int) -> None:
+    """Make GPU ``device`` (the engine's numbering) the only one this process sees, before CUDA
+    starts here. CuPy's current device is per thread, so selecting it in the main thread would
+    leave the slot and finalize threads on device 0; hiding the others covers every thread."""
+    seen = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    os.environ["CUDA_VISIBLE_DEVICES"] = seen[device] if device < len(seen) else str(device)
+
+
 class _ProverState:
     """What one prover process holds: the backend, loaded keys and the finalize queue."""
 
@@ -110,25 +123,46 @@ class _ProverState:
         self.name = name
         self.device = device
         if backend_name == "cuda" and device is not None:
-            try:
-                import cupy
-
-                cupy.cuda.Device(device).use()
-            except Exception:
-                pass
+            _only_device(device)
         self.backend = get_backend(backend_name)
         self.results = results
         self.keys: dict[str, Any] = {}
         self.keys_lock = threading.Lock()
         self.finalize_q: queue.Queue = queue.Queue()
 
-    def key(self, path: str) -> Any:
+    def load(self, path: str, delay_s: float = 0.0, fail: str | None = None) -> float:
+        """Load a key once (under the keys lock); ms it took, 0 if it was already loaded.
+        ``delay_s``/``fail`` are test-only fault hooks (engine.pipeline.engine.Faults)."""
         from engine.pipeline import proving
 
         with self.keys_lock:
-            if path not in self.keys:
-                self.keys[path] = proving.load_key(path, self.backend)
-            return self.keys[path]
+            if path in self.keys:
+                return 0.0
+            t0 = time.perf_counter()
+            if delay_s:
+                time.sleep(delay_s)
+            if fail:
+                raise RuntimeError(fail)
+            self.keys[path] = proving.load_key(path, self.backend)
+            return _ms(t0, time.perf_counter())
+
+    def key(self, path: str) -> Any:
+        """A loaded key; the orchestrator sends a load task first, so this normally only looks up."""
+        self.load(path)
+        return self.keys[path]
+
+
+def _load_task(state: _ProverState, task: dict) -> None:
+    path = task["key_path"]
+    try:
+        ms = state.load(path, task.get("test_delay_s", 0.0), task.get("test_fail"))
+        state.results.put(("key_loaded", state.name, path, {"ms": ms, "pid": os.getpid()}))
+    except Exception as exc:
+        if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
+            traceback.print_exc()
+        state.results.put(
+            ("key_error", state.name, path, {"message": _one_line(exc), "pid": os.getpid()})
+        )
 
 
 def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
@@ -140,9 +174,11 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             tasks.put(None)  # let the sibling slots see it too
             state.finalize_q.put(None)
             return
+        if task.get("op") == "load":
+            _load_task(state, task)
+            continue
         key = task["key"]
         attached: list[Attached] = []
-        pinned: list = []
         views: dict = {}
         try:
             pk = state.key(task["key_path"])
@@ -150,7 +186,8 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
                 att = Attached(task["segs"][k])
                 attached.append(att)
                 views[k] = att.array
-            pinned = [v for v in views.values() if proving.pin(v, state.backend)]
+            # No page-locking here: pinning costs time proportional to the partition, outside
+            # the timed GPU call; prove_start times the pageable upload as the "upload" group.
             t0 = time.perf_counter()
             handle = proving.start(pk, views["a"], views["b"], views["c"], views["z"], state.backend)
             t1 = time.perf_counter()
@@ -158,20 +195,13 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             timings["gpu_call"] = _ms(t0, t1)
             public = proving.public_inputs(pk.pk.num_inputs, views["z"])
             # a, b and c are no longer needed once H is done; z stays for the finalize half.
-            z_pinned = any(v is views["z"] for v in pinned)
-            for v in pinned:
-                if v is not views["z"]:
-                    proving.unpin(v)
-            pinned = []
             for k in ("a", "b", "c"):
                 del views[k]
             for att in attached[:3]:
                 att.close()
             views.clear()
             state.results.put(("gpu_done", state.name, key, timings))
-            state.finalize_q.put(
-                (key, handle, attached[3], public, z_pinned, task["b_g2"], pk)
-            )
+            state.finalize_q.put((key, handle, attached[3], public, task["b_g2"], pk))
             attached = []
         except Exception as exc:
             detail = _one_line(exc)
@@ -179,9 +209,6 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
                 traceback.print_exc()
             state.results.put(("task_error", state.name, key, detail))
         finally:
-            for v in pinned:
-                proving.unpin(v)
-            pinned = []
             views.clear()
             for att in attached:
                 att.close()
@@ -196,7 +223,7 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
         if item is None:
             remaining -= 1
             continue
-        key, handle, z_att, public, z_pinned, b_g2, loaded = item
+        key, handle, z_att, public, b_g2, loaded = item
         try:
             t0 = time.perf_counter()
             proof = proving.finish(handle, b_g2, loaded)
@@ -206,8 +233,6 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
             state.results.put(("task_error", state.name, key, _one_line(exc)))
         finally:
             del handle
-            if z_pinned:
-                proving.unpin(z_att.array)
             z_att.close()
 
 
