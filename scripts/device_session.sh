@@ -1,25 +1,67 @@
 #!/usr/bin/env bash
-# One batched run on a lent GPU machine: GPU tests, GPU prove benchmark, pipeline benchmark.
-# Usage (from the repo root, with .whl and .cupycache carried): bash scripts/device_session.sh OUTDIR
-# Each step has its own time limit and writes its output to OUTDIR as it goes, so a step that runs
-# long costs only itself. numba compiles cold here (other Python, other path), so the CPU kernels
-# are warmed in the background while the GPU tests run.
+# One batched run on a lent GPU machine: the named steps, in order, each with its own time limit.
+#
+#   bash scripts/device_session.sh OUTDIR STEP...
+#
+# Steps:
+#   compile        compile every CUDA module (NVRTC, in parallel; CuPy's cache in .cupycache)
+#   tests          pytest -m gpu (kernels bit for bit against the CPU, proofs against the oracle)
+#   kernels        scripts/gpu_check.py: multiplication probes, G1/G2 MSM and NTT timings
+#   prove_chain    python3 -m engine bench prove --backend cuda --sizes 16,18,20
+#   prove_presets  python3 -m engine bench prove --backend cuda --preset medium,large
+#   pipeline       bench pipeline at large: 4 synthesis workers, capacity 4, 2 slots, one GPU
+#   cuzk           bench pipeline --matrix cuzk at large (capacity x permit_release)
+#   dealloc        bench pipeline --matrix dealloc at large (sync against async)
+#   two_gpu        bench pipeline at large on devices [0] and then [0, 1]
+#
+# Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
+# repo root (git-ignored), which a warm machine keeps between calls. Everything comes back as
+# OUTDIR/steps.txt (one line per step), OUTDIR/results.tgz (every step's full output) and
+# OUTDIR/cupy_cache.tgz (carry it back as .cupycache to skip NVRTC next time).
 set -u
-out=${1:?usage: device_session.sh OUTDIR}
-mkdir -p "$out"
+out=${1:?usage: device_session.sh OUTDIR STEP...}
+shift
+work="$out/work"
+mkdir -p "$work" .params .cupycache
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:. PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=$PWD/.cupycache SEALTOP_PARAMS=/tmp/params
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
-(python3 -m kernels.warm > "$out/warm.txt" 2>&1 &)
+export PYTHONPATH=/tmp/site:. PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=$PWD/.cupycache SEALTOP_PARAMS=$PWD/.params
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$work/gpu.txt" 2>&1
+nproc >> "$work/gpu.txt"
+# numba compiles cold on a fresh machine: warm it in the background while the GPU steps run
+(python3 -m engine.warmup > "$work/warm.txt" 2>&1 &)
+
 step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
   local t0=$(date +%s)
-  timeout "$secs" "$@" > "$out/$name.txt" 2>&1
-  echo "$name: rc=$? in $(( $(date +%s) - t0 )) s" | tee -a "$out/steps.txt"
+  timeout -k 10 "$secs" "$@" > "$work/$name.txt" 2>&1
+  local rc=$?
+  echo "$name: rc=$rc in $(( $(date +%s) - t0 )) s; $(grep -v '^\s*$' "$work/$name.txt" | tail -1 | cut -c1-200)" | tee -a "$out/steps.txt"
 }
-step gpu_tests 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_prove.py tests/test_cuda_ff.py tests/test_cuda_ntt.py tests/test_cuda_msm.py
-step bench_prove 120 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3
-step bench_pipeline 150 python3 -m engine bench pipeline --preset medium --jobs 4 --json "$out/pipeline.json" \
-  --set backend=cuda --set 'devices=[0]' --set b_g2=gpu --set partition_workers=4 \
-  --set gpu_channel_capacity=4 --set gpu_slots_per_device=2 --set partitions=2 --set memory_budget=0
-tar czf "$out/cupy_cache.tar.gz" -C "$CUPY_CACHE_DIR" . 2>/dev/null
+wait_warm() {  # the pipeline steps need numba warm, or every worker compiles
+  timeout 300 python3 -m engine.warmup > "$work/warm_wait.txt" 2>&1
+}
+pipe() {  # pipe NAME SECONDS EXTRA-ARGS...: bench pipeline at large on one H200 unless told otherwise
+  local name=$1 secs=$2; shift 2
+  step "$name" "$secs" python3 -m engine bench pipeline --preset large --json "$work/$name.json" \
+    --set backend=cuda --set b_g2=gpu --set partition_workers=4 --set gpu_channel_capacity=4 \
+    --set gpu_slots_per_device=2 --set partitions=2 --set memory_budget=0 "$@"
+}
+
+for s in "$@"; do
+  case $s in
+    compile) step compile 240 python3 -c "import time; t=time.time(); from kernels.cuda.module import warm_up; warm_up(); print(f'modules ready in {time.time()-t:.1f} s')" ;;
+    tests) step tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_prove.py tests/test_cuda_ff.py tests/test_cuda_ntt.py tests/test_cuda_msm.py ;;
+    kernels) step kernels 200 python3 scripts/gpu_check.py "$work/gpu" --phases probe,bench --repeat 5 \
+               --bench msm_g1=16,20,22,24,26 msm_g2=20,22 ntt=20,24 ;;
+    prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
+    prove_presets) wait_warm; step prove_presets 420 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
+    pipeline) wait_warm; pipe pipeline 200 --jobs 4 --set 'devices=[0]' ;;
+    cuzk) wait_warm; pipe cuzk 300 --jobs 3 --matrix cuzk --set 'devices=[0]' ;;
+    dealloc) wait_warm; pipe dealloc 200 --jobs 3 --matrix dealloc --set 'devices=[0]' ;;
+    two_gpu) wait_warm; pipe one_gpu 200 --jobs 6 --set 'devices=[0]'; pipe two_gpu 200 --jobs 6 --set 'devices=[0,1]' ;;
+    *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
+  esac
+done
+rm -f "$work/gpu/cupy_cache.tar.gz"
+tar czf "$out/results.tgz" -C "$work" . && rm -rf "$work"
+tar czf "$out/cupy_cache.tgz" -C .cupycache .
