@@ -54,7 +54,7 @@ for s in "$@"; do
     kernels) step kernels 200 python3 scripts/gpu_check.py "$work/gpu" --phases probe,bench --repeat 5 \
                --bench msm_g1=16,20,22,24,26 msm_g2=20,22 ntt=20,24 ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
-    prove_presets) wait_warm; step prove_presets 420 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
+    prove_presets) wait_warm; step prove_presets 360 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
     pipeline) wait_warm; pipe pipeline 200 --jobs 4 --set 'devices=[0]' ;;
     cuzk) wait_warm; pipe cuzk 300 --jobs 3 --matrix cuzk --set 'devices=[0]' ;;
     dealloc) wait_warm; pipe dealloc 200 --jobs 3 --matrix dealloc --set 'devices=[0]' ;;
