@@ -453,6 +453,9 @@ def _add_bench_pipeline(bsub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set partition_workers=4 (repeatable; TOML values)")
     p.add_argument("--matrix", choices=("cuzk", "dealloc"), default=None, help="run a comparison table")
+    p.add_argument("--record", default=None, metavar="FILE",
+                   help="record the run's events to a session file (with --matrix, one file per variant, "
+                   "named FILE with the variant inserted before the extension)")
     p.set_defaults(func=_cmd_bench_pipeline)
 
 
@@ -478,8 +481,8 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
     overrides = _overrides(args.set)
     if args.matrix:
-        return bench_matrix(args.matrix, args.preset, args.jobs, args.json, args.config, overrides)
-    return bench_pipeline(args.preset, args.jobs, args.json, args.config, overrides)
+        return bench_matrix(args.matrix, args.preset, args.jobs, args.json, args.config, overrides, args.record)
+    return bench_pipeline(args.preset, args.jobs, args.json, args.config, overrides, args.record)
 
 
 # ---------------------------------------------------------------- registry and main

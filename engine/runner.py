@@ -302,8 +302,10 @@ def _bench_rows(
     variants: list[tuple[str, dict[str, Any]]],
     base: dict[str, Any],
     config_path: str | None,
+    record: str | None = None,
 ) -> tuple[int, list[dict]]:
-    """Run one pipeline per variant (label, overrides); rows of the numbers benchmarks report."""
+    """Run one pipeline per variant (label, overrides); rows of the numbers benchmarks report.
+    With ``record``, each variant's events go to their own session file (see variant_path)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
 
     try:
@@ -321,7 +323,7 @@ def _bench_rows(
             _say(f"error: {exc}")
             return 2, rows
         _say(f"--- {label}")
-        code, events = run_engine(cfg, jobs)
+        code, events = run_engine(cfg, jobs, variant_path(record, label) if record else None)
         worst = max(worst, code)
         if not events:
             return code, rows
@@ -334,6 +336,7 @@ def _bench_rows(
                 "overrides": over,
                 "exit_code": code,
                 "s_per_proof": s.s_per_proof,
+                "steady_s_per_proof": s.steady_s_per_proof,
                 "peak_total": s.peak_total,
                 "peak_shm": s.peak_shm,
                 "bytes_per_partition": circuit.partition_bytes(),
@@ -344,19 +347,34 @@ def _bench_rows(
                 "mean_kernel_ms": s.kernel_ms / n,
                 "mean_dealloc_ms": sum(r.ms.get("dealloc", 0.0) for r in recs) / n,
                 "jobs_verified": s.jobs_verified,
+                "partitions": [
+                    {"job": r.job, "partition": r.partition, "ms": r.ms, "total_ms": r.total_ms}
+                    for r in recs
+                ],
             }
         )
     return worst, rows
 
 
+def variant_path(record: str, label: str) -> str:
+    """``record`` with the variant label inserted before its extension(s):
+    runs.jsonl.gz + 'dealloc=sync' -> runs.dealloc-sync.jsonl.gz."""
+    slug = "".join(ch if ch.isalnum() else "-" for ch in label).strip("-")
+    path = Path(record)
+    name = path.name
+    stem, dot, ext = name.partition(".")
+    return str(path.with_name(f"{stem}.{slug}{dot}{ext}" if dot else f"{stem}.{slug}"))
+
+
 def _print_rows(rows: list[dict]) -> None:
-    head = (f"{'variant':<34} {'s/proof':>8} {'peak mem':>10} {'peak shm':>10} "
+    head = (f"{'variant':<34} {'s/proof':>8} {'steady':>8} {'peak mem':>10} {'peak shm':>10} "
             f"{'wrapper':>9} {'kernels':>9} {'dealloc':>8} {'verified':>8}")
     print(head)
     print("-" * len(head))
     for r in rows:
         spp = "-" if r["s_per_proof"] is None else f"{r['s_per_proof']:.3f}"
-        print(f"{r['variant']:<34} {spp:>8} {r['peak_total'] / 2**20:>8.1f}Mi "
+        steady = "-" if r.get("steady_s_per_proof") is None else f"{r['steady_s_per_proof']:.3f}"
+        print(f"{r['variant']:<34} {spp:>8} {steady:>8} {r['peak_total'] / 2**20:>8.1f}Mi "
               f"{r['peak_shm'] / 2**20:>8.1f}Mi {r['mean_wrapper_ms']:>9.1f} "
               f"{r['mean_kernel_ms']:>9.1f} {r['mean_dealloc_ms']:>8.2f} {r['jobs_verified']:>8}")
 
@@ -368,6 +386,7 @@ def bench_matrix(
     json_out: str | None,
     config_path: str | None = None,
     overrides: dict[str, Any] | None = None,
+    record: str | None = None,
 ) -> int:
     """The issue's comparison tables, each a set of pipeline runs:
 
@@ -388,7 +407,7 @@ def bench_matrix(
     else:
         _say(f"error: unknown comparison {kind!r} (choose cuzk or dealloc)")
         return 2
-    code, rows = _bench_rows(preset, jobs, variants, base, config_path)
+    code, rows = _bench_rows(preset, jobs, variants, base, config_path, record)
     if rows:
         print(f"{kind} comparison, preset {preset}, {jobs} job(s) per variant")
         _print_rows(rows)

@@ -238,6 +238,7 @@ class RunSummary:
     jobs_verified: int
     wall_s: float
     s_per_proof: float | None
+    steady_s_per_proof: float | None  # see steady_interval()
     s_per_job: float | None
     constraints_per_s: float | None
     gpu_busy_pct: dict[str, float]  # share of the GPU window covered by wrapper calls
@@ -248,6 +249,16 @@ class RunSummary:
     peak_total: int
     peak_shm: int
     baseline_rss_anon: int  # see baseline_rss_anon()
+
+
+def steady_interval(done: Iterable[PartitionRecord]) -> float | None:
+    """Seconds between consecutive partition completions, from the first to the last: the
+    pipeline's throughput once it is running, without the start-up (worker spawn, key loading,
+    the first synthesis) that seconds-per-proof over the whole run includes. None below 3."""
+    ts = sorted(t for t in (r.first("done") for r in done) if t is not None)
+    if len(ts) < 3:
+        return None
+    return (ts[-1] - ts[0]) / (len(ts) - 1)
 
 
 def run_summary(events: list[dict]) -> RunSummary:
@@ -273,6 +284,7 @@ def run_summary(events: list[dict]) -> RunSummary:
         jobs_verified=sum(1 for j in jobs_done if j["verified"]),
         wall_s=wall,
         s_per_proof=wall / len(done) if done and wall > 0 else None,
+        steady_s_per_proof=steady_interval(done),
         s_per_job=wall / len(jobs_done) if jobs_done and wall > 0 else None,
         constraints_per_s=constraints / wall if wall > 0 else None,
         gpu_busy_pct=busy,
@@ -374,6 +386,8 @@ def render_summary(events: list[dict]) -> str:
         f"({s.jobs_verified} verified) over {s.wall_s:.3f} s",
         "seconds per proof: "
         + ("-" if s.s_per_proof is None else f"{s.s_per_proof:.3f}")
+        + "  steady (between completions): "
+        + ("-" if s.steady_s_per_proof is None else f"{s.steady_s_per_proof:.3f}")
         + "  seconds per job: "
         + ("-" if s.s_per_job is None else f"{s.s_per_job:.3f}")
         + "  constraints/s: "

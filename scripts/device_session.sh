@@ -9,6 +9,7 @@
 #   kernels        scripts/gpu_check.py: multiplication probes, G1/G2 MSM and NTT timings
 #   prove_chain    python3 -m engine bench prove --backend cuda --sizes 16,18,20
 #   prove_presets  python3 -m engine bench prove --backend cuda --preset medium,large
+#   prove_large    the same at large only (makes the large key on a fresh machine)
 #   pipeline       bench pipeline at large: 4 synthesis workers, capacity 4, 2 slots, one GPU
 #   cuzk           bench pipeline --matrix cuzk at large (capacity x permit_release)
 #   dealloc        bench pipeline --matrix dealloc at large (sync against async)
@@ -36,6 +37,8 @@ step() {  # step NAME SECONDS CMD...
   timeout -k 10 "$secs" "$@" > "$work/$name.txt" 2>&1
   local rc=$?
   echo "$name: rc=$rc in $(( $(date +%s) - t0 )) s; $(grep -v '^\s*$' "$work/$name.txt" | tail -1 | cut -c1-200)" | tee -a "$out/steps.txt"
+  # after every step, so a call stopped at its time limit still brings back what was done
+  tar czf "$out/results.tgz" --exclude=cupy_cache.tar.gz -C "$work" .
 }
 wait_warm() {  # the pipeline steps need numba warm, or every worker compiles
   timeout 300 python3 -m engine.warmup > "$work/warm_wait.txt" 2>&1
@@ -43,7 +46,7 @@ wait_warm() {  # the pipeline steps need numba warm, or every worker compiles
 pipe() {  # pipe NAME SECONDS EXTRA-ARGS...: bench pipeline at large on one H200 unless told otherwise
   local name=$1 secs=$2; shift 2
   step "$name" "$secs" python3 -m engine bench pipeline --preset large --json "$work/$name.json" \
-    --set backend=cuda --set b_g2=gpu --set partition_workers=4 --set gpu_channel_capacity=4 \
+    --record "$work/$name.jsonl" --set "param_cache=\"$PWD/.params\"" --set backend=cuda --set b_g2=gpu --set partition_workers=4 --set gpu_channel_capacity=4 \
     --set gpu_slots_per_device=2 --set partitions=2 --set memory_budget=0 "$@"
 }
 
@@ -55,13 +58,13 @@ for s in "$@"; do
                --bench msm_g1=16,20,22,24,26 msm_g2=20,22 ntt=20,24 ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
     prove_presets) wait_warm; step prove_presets 360 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
-    pipeline) wait_warm; pipe pipeline 200 --jobs 4 --set 'devices=[0]' ;;
-    cuzk) wait_warm; pipe cuzk 300 --jobs 3 --matrix cuzk --set 'devices=[0]' ;;
-    dealloc) wait_warm; pipe dealloc 200 --jobs 3 --matrix dealloc --set 'devices=[0]' ;;
-    two_gpu) wait_warm; pipe one_gpu 200 --jobs 6 --set 'devices=[0]'; pipe two_gpu 200 --jobs 6 --set 'devices=[0,1]' ;;
+    prove_large) wait_warm; step prove_large 240 python3 -m engine bench prove --backend cuda --preset large --repeat 2 ;;
+    pipeline) wait_warm; pipe pipeline 120 --jobs 6 --set 'devices=[0]' ;;
+    cuzk) wait_warm; pipe cuzk 200 --jobs 4 --matrix cuzk --set 'devices=[0]' ;;
+    dealloc) wait_warm; pipe dealloc 120 --jobs 4 --matrix dealloc --set 'devices=[0]' ;;
+    two_gpu) wait_warm; pipe one_gpu 100 --jobs 6 --set 'devices=[0]'; pipe two_gpu 100 --jobs 6 --set 'devices=[0,1]' ;;
     *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
   esac
 done
-rm -f "$work/gpu/cupy_cache.tar.gz"
-tar czf "$out/results.tgz" -C "$work" . && rm -rf "$work"
+rm -rf "$work"
 tar czf "$out/cupy_cache.tgz" -C .cupycache .

@@ -84,6 +84,9 @@ def test_cache_reused(tiny, monkeypatch) -> None:
     assert lines and "cached" in lines[0]
     assert calls == [] and again.from_cache and not shape.from_cache
     assert again.r1cs.digest() == shape.r1cs.digest()
+    # the cache entry carries the digest, and it is the hash of the matrices it holds
+    assert "_digest" in again.r1cs.__dict__
+    assert again.r1cs._hash() == again.r1cs.digest()
     _, parts = generate_partitions("tiny", 3)
     _, z = porep_witness(again, parts[0])
     assert is_satisfied(again.r1cs, z)

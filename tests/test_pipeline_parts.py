@@ -290,3 +290,15 @@ def test_memory_model_terms():
     gpu = memory_model(1000, 4, 10, 500, "cuda")
     assert gpu["model_peak_bytes"] == 1040 and gpu["key_term_bytes"] == 0
     assert gpu["key_term_counted"] is False and "GPU memory" in gpu["key_term_basis"]
+
+
+def test_steady_interval_is_the_mean_gap_between_completions() -> None:
+    from engine.summary import PartitionRecord, steady_interval
+
+    def rec(i: int, t_done: float) -> PartitionRecord:
+        return PartitionRecord(1, i, stages=[(0.0, "queued", "s"), (t_done, "done", "f")])
+
+    # a slow start (first completion at 10 s), then one completion every 2 s
+    recs = [rec(0, 10.0), rec(1, 12.0), rec(2, 14.0), rec(3, 16.0)]
+    assert steady_interval(recs) == 2.0
+    assert steady_interval(recs[:2]) is None  # too few completions for a rate

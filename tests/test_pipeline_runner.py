@@ -113,14 +113,20 @@ def test_bench_pipeline_writes_report(tmp_path, params, capsys):
 
 def test_bench_matrix_dealloc(tmp_path, params, capsys):
     out = tmp_path / "m.json"
+    rec = tmp_path / "runs.jsonl"
     code = bench_matrix("dealloc", "chain-256", 1, str(out),
                         overrides={"backend": "cpu", "devices": [], "param_cache": params,
-                                   "partitions": 2, "sample_interval_s": 0.05})
+                                   "partitions": 2, "sample_interval_s": 0.05}, record=str(rec))
     assert code == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["variant"] for r in rows] == ["dealloc=async", "dealloc=sync"]
     assert all(r["jobs_verified"] == 1 for r in rows)
+    assert all(len(r["partitions"]) == 2 and "gpu_wrapper" in r["partitions"][0]["ms"] for r in rows)
     assert "dealloc comparison" in capsys.readouterr().out
+    # one session file per variant, each replayable into its own per-proof table
+    for variant in ("dealloc-async", "dealloc-sync"):
+        assert replay_summary(str(tmp_path / f"runs.{variant}.jsonl")) == 0
+        assert "verified" in capsys.readouterr().out
     assert bench_matrix("nope", "chain-256", 1, None) == 2
 
 

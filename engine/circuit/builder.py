@@ -252,6 +252,7 @@ def save_shape(shape: CircuitShape, directory: Path) -> None:
         "stages": shape.stages,
         "regions": shape.regions,
         "spec_digest": shape.spec_digest,
+        "r1cs_digest": shape.r1cs.digest(),  # seconds to compute at large: once, here
     }
     with open(tmp / "shape.pkl", "wb") as f:
         pickle.dump(meta, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -272,6 +273,8 @@ def load_shape(directory: Path) -> CircuitShape:
         parts = [np.load(directory / f"{m}_{p}.npy", mmap_mode="r") for p in _PARTS]
         mats.append(CSR(*parts))
     r = R1CS(meta["num_inputs"], meta["num_aux"], *mats)
+    if "r1cs_digest" in meta:
+        r.known_digest(meta["r1cs_digest"])
     return CircuitShape(
         meta["name"], meta["num_public"], meta["num_aux"], meta["templates"], meta["stages"],
         meta["regions"], r, meta["spec_digest"], from_cache=True,

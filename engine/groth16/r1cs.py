@@ -73,7 +73,21 @@ class R1CS:
                 raise ValueError(f"R1CS matrix {name} has {m.rows} rows, A has {self.A.rows}")
 
     def digest(self) -> bytes:
-        """SHA-256 over the shape and the three matrices: identifies the circuit in key files."""
+        """SHA-256 over the shape and the three matrices: identifies the circuit in key files.
+
+        Computed once per object and kept (the matrices are never changed after construction):
+        at the `large` preset hashing them takes several seconds, and the engine asks for the
+        digest on every job submission."""
+        known = self.__dict__.get("_digest")
+        if known is None:
+            known = self.__dict__["_digest"] = self._hash()
+        return known
+
+    def known_digest(self, digest: bytes) -> None:
+        """Adopt a digest computed earlier for these same matrices (a circuit cache entry)."""
+        self.__dict__["_digest"] = bytes(digest)
+
+    def _hash(self) -> bytes:
         h = hashlib.sha256()
         h.update(b"sealtop-r1cs-v1")
         h.update(np.array([self.num_inputs, self.num_aux, self.num_constraints], "<i8").tobytes())

@@ -161,6 +161,7 @@ class Engine:
         self._state = threading.RLock()  # guards parts, jobs, workers
         self._parts: dict[tuple[int, int], _Part] = {}
         self._jobs: dict[int, _JobState] = {}
+        self._key_of: dict[str, tuple[Any, Any]] = {}  # preset -> (key path, verifying key)
         self._pending: deque[_Part] = deque()
         self._pending_cv = threading.Condition(self._state)
         self._synth_workers: list[_Worker] = []
@@ -424,9 +425,11 @@ class Engine:
                 f"a partition of {job.preset} holds {nbytes} bytes, more than the memory budget "
                 f"of {self.admission.budget} bytes"
             )
-        key_path, vk = proving.ensure_key(
-            circuit, self.config.param_cache_path(), self._backend, self.progress
-        )
+        if job.preset not in self._key_of:  # once per preset: reading the key takes seconds at large
+            self._key_of[job.preset] = proving.ensure_key(
+                circuit, self.config.param_cache_path(), self._backend, self.progress
+            )
+        key_path, vk = self._key_of[job.preset]
         jid = next(self._job_ids)
         t = self._emit(
             lambda t: events.job_submitted(t, jid, job.preset, job.partitions, circuit.constraints)

@@ -194,13 +194,12 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             timings = dict(proving.kernel_timings(handle))
             timings["gpu_call"] = _ms(t0, t1)
             public = proving.public_inputs(pk.pk.num_inputs, views["z"])
-            # a, b and c are no longer needed once H is done; z stays for the finalize half.
-            for k in ("a", "b", "c"):
-                del views[k]
+            # Tell the orchestrator first: unmapping a, b and c (GBs of touched pages at large)
+            # is deallocation, and stays off the GPU's critical path. z stays for the finalize half.
+            state.results.put(("gpu_done", state.name, key, timings))
+            views.clear()
             for att in attached[:3]:
                 att.close()
-            views.clear()
-            state.results.put(("gpu_done", state.name, key, timings))
             state.finalize_q.put((key, handle, attached[3], public, task["b_g2"], pk))
             attached = []
         except Exception as exc:
