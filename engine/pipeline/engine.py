@@ -105,6 +105,7 @@ class _Part:
     gpu_result: tuple | None = None  # ("ok", timings) or ("retry"|"fail", reason)
     proved: threading.Event = field(default_factory=threading.Event)
     proof_result: tuple | None = None  # ("ok", proof, public, timings) or ("retry"|"fail", why)
+    abc_unmapped: threading.Event = field(default_factory=threading.Event)  # the prover let go
     cancelled: bool = False
 
     @property
@@ -301,8 +302,11 @@ class Engine:
     def _spawn_synth(self) -> _Worker:
         name = f"synth-{next(self._worker_ids)}"
         tasks = self._ctx.Queue()
+        # a share of the cores each (at least one), so N workers do not oversubscribe the cores
+        threads = max(1, (os.cpu_count() or 1) // max(1, self.config.partition_workers))
         proc = self._ctx.Process(
-            target=synthesis_main, args=(name, tasks, self._results), name=name, daemon=True
+            target=synthesis_main, args=(name, tasks, self._results, threads), name=name,
+            daemon=True,
         )
         proc.start()
         w = _Worker(name, "synth", proc, tasks)
@@ -614,6 +618,22 @@ class Engine:
                 }
             )
 
+    def _await_unmapped(self, p: _Part, limit_s: float = 60.0) -> None:
+        """Wait until the prover has unmapped a, b and c (it does so right after gpu_done, in
+        its own unmap thread), so that the unlink that follows is what returns the pages and
+        the dealloc interval holds the whole cost of freeing them. Gives up on stop, on a
+        cancelled or retried partition, and after ``limit_s`` (a dead prover's mappings are
+        gone with it)."""
+        attempt = p.attempt
+        deadline = self.clock.now() + limit_s
+        while not p.abc_unmapped.wait(0.05):
+            if self._closed or p.cancelled or p.attempt != attempt or self.clock.now() > deadline:
+                return
+            with self._state:
+                w = self._provers.get(p.worker or "")
+            if w is None or not w.process.is_alive():
+                return
+
     def _release_buffers(self, p: _Part) -> int:
         """Unlink a partition's segments and return its budget bytes; idempotent."""
         freed = 0
@@ -702,6 +722,8 @@ class Engine:
         elif kind == "gpu_done":
             p.gpu_result = ("ok", msg[3])
             p.gpu_done.set()
+        elif kind == "abc_unmapped":
+            p.abc_unmapped.set()
         elif kind == "proved":
             p.proof_result = ("ok", msg[3], msg[4], msg[5])
             p.proved.set()
@@ -806,6 +828,7 @@ class Engine:
             p.attempt += 1
             p.gpu_done = threading.Event()
             p.proved = threading.Event()
+            p.abc_unmapped = threading.Event()
             p.gpu_result = p.proof_result = None
             p.worker = None
             p.timers = PartitionTimers()
@@ -980,6 +1003,7 @@ class Engine:
             p.timers.set(k, timings.get(k))
         if self.config.dealloc == "sync":
             t_dealloc = self._stage(p, "deallocating", label)
+            self._await_unmapped(p)
             self._release_buffers(p)
             t_end = self._stage(p, "finalizing", label)
             self.counters.add("dealloc_done")
@@ -1000,6 +1024,7 @@ class Engine:
             if p.cancelled:
                 continue
             t0 = self.clock.now()
+            self._await_unmapped(p)
             self._release_buffers(p)
             t1 = self.clock.now()
             p.timers.ms["dealloc"] = (t1 - t0) * 1000.0

@@ -52,12 +52,18 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def synthesis_main(name: str, tasks: Any, results: Any) -> None:
-    """Entry point of a synthesis worker process."""
+def synthesis_main(name: str, tasks: Any, results: Any, threads: int | None = None) -> None:
+    """Entry point of a synthesis worker process. ``threads`` caps its numba threads: the
+    engine gives each worker a share of the cores, so that N workers do not run N × cores
+    threads and starve the prover and the orchestrator of CPU."""
     _ignore_interrupts()
     from engine.pipeline.circuits import resolve
     from engine.synthesis import eval_plan, evaluate
 
+    if threads:
+        import numba
+
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     plans: dict[str, Any] = {}
     _warm_synthesis()
     results.put(("ready", name, None, {}))
@@ -129,6 +135,7 @@ class _ProverState:
         self.keys: dict[str, Any] = {}
         self.keys_lock = threading.Lock()
         self.finalize_q: queue.Queue = queue.Queue()
+        self.unmap_q: queue.Queue = queue.Queue()
 
     def load(self, path: str, delay_s: float = 0.0, fail: str | None = None) -> float:
         """Load a key once (under the keys lock); ms it took, 0 if it was already loaded.
@@ -194,12 +201,13 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             timings = dict(proving.kernel_timings(handle))
             timings["gpu_call"] = _ms(t0, t1)
             public = proving.public_inputs(pk.pk.num_inputs, views["z"])
-            # Tell the orchestrator first: unmapping a, b and c (GBs of touched pages at large)
-            # is deallocation, and stays off the GPU's critical path. z stays for the finalize half.
+            # Tell the orchestrator first, then hand a, b and c to the unmap thread: unmapping
+            # GBs of touched pages is deallocation, and must not hold this slot from its next
+            # partition. The orchestrator's dealloc step waits for "abc_unmapped" before it
+            # unlinks. z stays mapped for the finalize half.
             state.results.put(("gpu_done", state.name, key, timings))
             views.clear()
-            for att in attached[:3]:
-                att.close()
+            state.unmap_q.put((key, attached[:3]))
             state.finalize_q.put((key, handle, attached[3], public, task["b_g2"], pk))
             attached = []
         except Exception as exc:
@@ -211,6 +219,19 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             views.clear()
             for att in attached:
                 att.close()
+
+
+def _unmap_loop(state: _ProverState) -> None:
+    """Drop the mappings of partitions whose GPU half is done, then say so."""
+    while True:
+        item = state.unmap_q.get()
+        if item is None:
+            return
+        key, atts = item
+        t0 = time.perf_counter()
+        for att in atts:
+            att.close()
+        state.results.put(("abc_unmapped", state.name, key, {"ms": _ms(t0, time.perf_counter())}))
 
 
 def _finalize_loop(state: _ProverState, slots: int) -> None:
@@ -251,9 +272,13 @@ def prover_main(
         for s in range(slots)
     ]
     fin = threading.Thread(target=_finalize_loop, args=(state, slots), name="finalize")
+    unmap = threading.Thread(target=_unmap_loop, args=(state,), name="unmap")
     for t in threads:
         t.start()
     fin.start()
+    unmap.start()
     for t in threads:
         t.join()
     fin.join()
+    state.unmap_q.put(None)
+    unmap.join()
