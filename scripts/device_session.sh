@@ -14,6 +14,7 @@
 #   cuzk           bench pipeline --matrix cuzk at large (capacity x permit_release)
 #   dealloc        bench pipeline --matrix dealloc at large (sync against async)
 #   two_gpu        bench pipeline at large on devices [0] and then [0, 1]
+#   one_slot       bench pipeline at large on one GPU with 2 slots, then with 1 slot
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
 # repo root (git-ignored), which a warm machine keeps between calls. Everything comes back as
@@ -58,10 +59,11 @@ for s in "$@"; do
                --bench msm_g1=16,20,22,24,26 msm_g2=20,22 ntt=20,24 ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
     prove_presets) wait_warm; step prove_presets 360 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
-    prove_large) wait_warm; step prove_large 240 python3 -m engine bench prove --backend cuda --preset large --repeat 2 ;;
+    prove_large) wait_warm; step prove_large 240 python3 -m engine bench prove --backend cuda --preset large --repeat 1 ;;
     pipeline) wait_warm; pipe pipeline 120 --jobs 6 --set 'devices=[0]' ;;
     cuzk) wait_warm; pipe cuzk 200 --jobs 4 --matrix cuzk --set 'devices=[0]' ;;
     dealloc) wait_warm; pipe dealloc 120 --jobs 4 --matrix dealloc --set 'devices=[0]' ;;
+    one_slot) wait_warm; pipe one_gpu 100 --jobs 6 --set 'devices=[0]'; pipe one_slot 100 --jobs 6 --set 'devices=[0]' --set gpu_slots_per_device=1 ;;
     two_gpu) wait_warm; pipe one_gpu 100 --jobs 6 --set 'devices=[0]'; pipe two_gpu 100 --jobs 6 --set 'devices=[0,1]' ;;
     *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
   esac

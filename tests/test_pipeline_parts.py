@@ -302,3 +302,37 @@ def test_steady_interval_is_the_mean_gap_between_completions() -> None:
     recs = [rec(0, 10.0), rec(1, 12.0), rec(2, 14.0), rec(3, 16.0)]
     assert steady_interval(recs) == 2.0
     assert steady_interval(recs[:2]) is None  # too few completions for a rate
+
+
+def test_attached_unmaps_in_pieces_and_never_under_a_live_view(monkeypatch):
+    from engine.pipeline import shm as shm_mod
+
+    reg = SegmentRegistry()
+    spec = reg.create("t", (3 << 16, 4))  # 6 MiB
+    try:
+        monkeypatch.setattr(shm_mod, "UNMAP_CHUNK", 1 << 20)
+        calls = []
+        lib = shm_mod._libc()
+
+        class Spy:
+            mmap = lib.mmap
+
+            def munmap(self, addr, size):
+                calls.append(size)
+                return lib.munmap(addr, size)
+
+        att = Attached(spec)
+        att.array[-1, -1] = 11
+        monkeypatch.setattr(shm_mod, "_LIBC", Spy())
+        att.close()
+        assert len(calls) == 6 and sum(calls) == spec.nbytes  # six 1 MiB pieces
+        assert att.array is None
+
+        calls.clear()
+        att = Attached(spec)
+        view = att.array[2:]  # still in use by someone: the mapping must stay
+        att.close()
+        assert calls == [] and int(view[-1, -1]) == 11
+        del view
+    finally:
+        reg.release(spec)
