@@ -28,10 +28,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.groth16.prove import TIMER_GROUPS
+
 # snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (../shared/anchors.md), by log2 size
 SNARKJS_PROVE_S = {10: 1.36, 12: 2.39, 14: 6.19, 16: 17.77}
-# The backend's kernel groups in the order they are printed; unknown groups follow, sorted.
-GROUP_ORDER = ("upload", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2")
+# The prover's kernel groups in the order they are printed; unknown groups follow, sorted.
+GROUP_ORDER = TIMER_GROUPS
 # The seed of every partition witness in the preset bench (the warm-up makes its sector).
 BENCH_SEED = 1
 

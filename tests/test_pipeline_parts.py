@@ -336,3 +336,15 @@ def test_attached_unmaps_in_pieces_and_never_under_a_live_view(monkeypatch):
         del view
     finally:
         reg.release(spec)
+
+
+def test_a_prover_process_sees_only_its_gpu(monkeypatch):
+    """The engine numbers GPUs as the parent sees them; a prover hides every other one."""
+    from engine.pipeline.workers import _only_device
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _only_device(1)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4, 6")  # the parent was already restricted
+    _only_device(1)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "6"
