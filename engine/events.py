@@ -27,14 +27,21 @@ KINDS = (
     "knob",
     "error",
 )
-# Timer keys of a partition_timings event, in display order (milliseconds).
+# Timer keys of a partition_timings event, in display order (milliseconds). The GPU wrapper (the
+# partition leaving the channel -> its GPU half done; dealloc too when dealloc = "sync") splits
+# into gpu_dispatch (handing the task to the prover process), gpu_host (the prover's own host
+# work around the call: attaching buffers, public inputs), gpu_call (the prover's call, whose
+# device time is the kernel groups) and gpu_return (the gpu_done message back).
 TIMER_KEYS = (
     "queue",
     "witness",
     "eval",
     "channel_wait",
     "gpu_wrapper",
+    "gpu_dispatch",
+    "gpu_host",
     "gpu_call",
+    "gpu_return",
     "upload",
     "ntt",
     "msm_h",

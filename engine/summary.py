@@ -246,6 +246,7 @@ class RunSummary:
     wrapper_ms: float
     call_ms: float
     kernel_ms: float
+    gap_split_ms: dict[str, float]  # see gap_split()
     peak_total: int
     peak_shm: int
     baseline_rss_anon: int  # see baseline_rss_anon()
@@ -259,6 +260,40 @@ def steady_interval(done: Iterable[PartitionRecord]) -> float | None:
     if len(ts) < 3:
         return None
     return (ts[-1] - ts[0]) / (len(ts) - 1)
+
+
+def gap_split(done: Iterable[PartitionRecord]) -> dict[str, float]:
+    """Where the wrapper's time beyond the kernels went, summed over partitions (ms): handing the
+    task to the prover (dispatch), the prover's host work around its call (host), the call's own
+    time outside the kernel groups (call - kernels), the gpu_done message back (return), and
+    deallocation inside the wrapper (dealloc = "sync" only). Parts a run did not record are
+    left out; "other" is what the recorded parts do not explain."""
+    recs = [r for r in done if "gpu_wrapper" in r.ms]
+    out: dict[str, float] = {}
+    for key, name in (("gpu_dispatch", "dispatch"), ("gpu_host", "host"), ("gpu_return", "return")):
+        if any(key in r.ms for r in recs):
+            out[name] = sum(r.ms.get(key, 0.0) for r in recs)
+    if any("gpu_call" in r.ms for r in recs):
+        out["call - kernels"] = sum(
+            r.ms["gpu_call"] - sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in recs if "gpu_call" in r.ms
+        )
+    sync = [r for r in recs if r.ms.get("dealloc") is not None and _wrapper_holds_dealloc(r)]
+    if sync:
+        out["dealloc"] = sum(r.ms["dealloc"] for r in sync)
+    if out:
+        wrapper = sum(r.ms["gpu_wrapper"] for r in recs)
+        kernels = sum(sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in recs)
+        out["other"] = wrapper - kernels - sum(out.values())
+    return out
+
+
+def _wrapper_holds_dealloc(r: PartitionRecord) -> bool:
+    """dealloc = "sync": the wrapper runs to the finalizing stage, through the dealloc step
+    (with "async" it ends at the deallocating stage, before it)."""
+    t_gpu, t_fin = r.first("gpu"), r.first("finalizing")
+    if t_gpu is None or t_fin is None:
+        return False
+    return abs((t_fin - t_gpu) * 1000.0 - r.ms["gpu_wrapper"]) < 0.01
 
 
 def run_summary(events: list[dict]) -> RunSummary:
@@ -292,6 +327,7 @@ def run_summary(events: list[dict]) -> RunSummary:
         wrapper_ms=sum(r.ms.get("gpu_wrapper", 0.0) for r in done),
         call_ms=sum(r.ms.get("gpu_call", 0.0) for r in done),
         kernel_ms=sum(sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in done),
+        gap_split_ms=gap_split(done),
         peak_total=peak_total,
         peak_shm=peak_shm,
         baseline_rss_anon=baseline_rss_anon(events),
@@ -396,6 +432,11 @@ def render_summary(events: list[dict]) -> str:
         f"GPU wrapper {s.wrapper_ms:.1f} ms, call {s.call_ms:.1f} ms, kernels {s.kernel_ms:.1f} ms"
         f" (wrapper - kernels = {gap:.1f} ms"
         + (f", {100.0 * gap / s.wrapper_ms:.1f}% of wrapper)" if s.wrapper_ms > 0 else ")"),
+    ]
+    if s.gap_split_ms:
+        lines.append("  wrapper - kernels by part: "
+                     + ", ".join(f"{k} {v:.1f} ms" for k, v in s.gap_split_ms.items()))
+    lines += [
         f"peak memory: {_bytes(s.peak_total)} (RssAnon sum + shm), peak shm {_bytes(s.peak_shm)}"
         f", baseline {_bytes(s.baseline_rss_anon)} (RssAnon sum before the first synthesis)",
     ]

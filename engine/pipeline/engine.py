@@ -999,10 +999,12 @@ class Engine:
             return
         timings = status[1]
         p.timers.set("gpu_call", timings.get("gpu_call"))
+        p.timers.set("gpu_host", timings.get("gpu_host"))
         for k in events.KERNEL_KEYS:
             p.timers.set(k, timings.get(k))
         if self.config.dealloc == "sync":
             t_dealloc = self._stage(p, "deallocating", label)
+            self._handoff_timers(p, timings, t_dealloc)
             self._await_unmapped(p)
             self._release_buffers(p)
             t_end = self._stage(p, "finalizing", label)
@@ -1013,8 +1015,21 @@ class Engine:
             self._finalize_q.put(p)
         else:
             t_end = self._stage(p, "deallocating", label)
+            self._handoff_timers(p, timings, t_end)
             p.timers.span("gpu_wrapper", "gpu", t_end)
             self._dealloc_q.put(p)
+
+    def _handoff_timers(self, p: _Part, timings: dict, t_back: float) -> None:
+        """Split the wrapper's time outside the prover's call: gpu_dispatch (the partition left
+        the channel -> the prover took its task) and gpu_return (the prover sent gpu_done -> the
+        orchestrator acted on it at ``t_back``). The prover stamps both ends with the system-wide
+        monotonic clock that the session clock also reads."""
+        recv, sent = timings.get("recv_mono"), timings.get("sent_mono")
+        origin = self.clock.origin
+        if recv is not None and "gpu" in p.timers.marks:
+            p.timers.set("gpu_dispatch", max(0.0, (recv - origin - p.timers.marks["gpu"]) * 1000.0))
+        if sent is not None:
+            p.timers.set("gpu_return", max(0.0, (t_back - (sent - origin)) * 1000.0))
 
     def _dealloc_loop(self) -> None:
         while True:

@@ -184,6 +184,7 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
         if task.get("op") == "load":
             _load_task(state, task)
             continue
+        t_recv = time.monotonic()  # the orchestrator splits its wrapper with this and t_sent
         key = task["key"]
         attached: list[Attached] = []
         views: dict = {}
@@ -201,6 +202,9 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             timings = dict(proving.kernel_timings(handle))
             timings["gpu_call"] = _ms(t0, t1)
             public = proving.public_inputs(pk.pk.num_inputs, views["z"])
+            t_sent = time.monotonic()
+            timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
+            timings["recv_mono"], timings["sent_mono"] = t_recv, t_sent
             # Tell the orchestrator first, then hand a, b and c to the unmap thread: unmapping
             # GBs of touched pages is deallocation, and must not hold this slot from its next
             # partition. The orchestrator's dealloc step waits for "abc_unmapped" before it
