@@ -214,3 +214,19 @@ def test_reducer_agrees_with_engine_summary(session):
     assert s.stage_counts() == summary.stage_counts(session.events)
     assert s.max_holding == summary.max_concurrent(session.events, summary.HOLDING)
     assert s.mem_peak == summary.peak_memory(session.events)[0]
+
+
+def test_detail_kernel_line_shows_the_wrapper_outside_the_call_only_when_recorded() -> None:
+    from app.state import JobState, PartitionState
+    from app.widgets.gantt import kernel_split
+    from app.widgets.render import Palette
+
+    job = JobState(job=1, preset="tiny", partitions=2, constraints=10, submitted=0.0)
+    job.parts[0] = PartitionState(1, 0, 10, ms={"ntt": 4.0, "gpu_dispatch": 2.0, "gpu_host": 3.0, "gpu_return": 5.0})
+    job.parts[1] = PartitionState(1, 1, 10, ms={"ntt": 6.0, "gpu_dispatch": 4.0, "gpu_host": 1.0, "gpu_return": 7.0})
+    text = kernel_split(job, Palette()).plain
+    assert "wrapper outside the call" in text
+    assert "dispatch 3.0" in text and "prover host 2.0" in text and "return 6.0" in text
+    old = JobState(job=2, preset="tiny", partitions=1, constraints=10, submitted=0.0)
+    old.parts[0] = PartitionState(2, 0, 10, ms={"ntt": 4.0})
+    assert "wrapper outside the call" not in kernel_split(old, Palette()).plain

@@ -102,11 +102,24 @@ def kernel_split(job: JobState, pal: Palette) -> Text:
     else:
         out.append(status)
     if job.total_ms is not None:
-        out.append(f"  total {fmt_ms(job.total_ms)} ms", style="bold")
+        total = fmt_ms(job.total_ms)  # "850" (ms) or "12.3 s": say the unit once
+        out.append(f"  total {total}" + ("" if total.endswith(" s") else " ms"), style="bold")
     reasons = [p.reason for p in job.parts.values() if p.reason]
     if reasons:
         out.append(f"  reason: {reasons[0]}", style=pal.bad)
+    handoff = [(label, job.mean_ms(key)) for key, label in HANDOFF_KEYS]
+    if any(v is not None for _, v in handoff):
+        # the wrapper's time outside the prover's call (sessions recorded before these layers
+        # existed simply do not show the line)
+        out.append("\n wrapper outside the call (mean ms): ", style=pal.dim)
+        for label, v in handoff:
+            out.append(f"{label} ", style=pal.dim)
+            out.append(f"{fmt_ms(v)}  ", style="bold")
     return out
+
+
+# The wrapper's layers outside the prover's call (engine/events.py), as the detail view names them.
+HANDOFF_KEYS = (("gpu_dispatch", "dispatch"), ("gpu_host", "prover host"), ("gpu_return", "return"))
 
 
 __all__ = ["gantt", "layered_timers", "kernel_split", "ALL_STAGES"]
