@@ -3,7 +3,7 @@
 Two modes, chosen by the CLI (engine/cli.py is only the argument layer):
 
 * chains (``--sizes``): multiplication chains of exactly 2^k constraints, proved end to end
-  (key load with checksum, evaluation, NTTs, MSMs, assembly) against snarkjs's anchor times;
+  (key load (checksum verified on first load, then stamped), evaluation, NTTs, MSMs, assembly) against snarkjs's anchor times;
 * presets (``--preset``): one partition of a preset's circuit (porep presets such as tiny,
   small, medium, large, porep-32g; also cubic and chain-N) proved the way a prover process does
   it: the key is made once if missing (:func:`engine.pipeline.proving.ensure_key`), loaded and
@@ -53,23 +53,14 @@ def _table(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
 
 
 # ---------------------------------------------------------------- chains (--sizes)
-def cached_key(circuit, backend, cache: Path, seed: str = "sealtop-bench", log: Log = _say):
-    """The circuit's proving key from the cache, made (and saved) on first use."""
-    from engine.groth16.keyfile import KeyFileError, load_proving_key, save_proving_key
-    from engine.groth16.setup import INSECURE_LABEL, setup
+def chain_key(circuit, backend, cache: Path, log: Log = _say) -> Path:
+    """The chain's key in the cache (made by the engine's ensure_key on first use), timed."""
+    from engine.pipeline import proving
 
-    path = cache / f"{circuit.name}-{circuit.r1cs.digest().hex()[:16]}.pk"
-    if path.exists():
-        try:
-            return load_proving_key(path), path
-        except KeyFileError as exc:
-            log(f"  cached key unusable ({exc}); making it again")
-    log(f"  setup {circuit.name} ({INSECURE_LABEL}), cached at {path}")
     t = time.perf_counter()
-    pk = setup(circuit.r1cs, seed, backend, progress=lambda m: log(f"    {m}"))
-    save_proving_key(pk, path)
-    log(f"  setup done in {time.perf_counter() - t:.1f} s")
-    return load_proving_key(path), path
+    path, _ = proving.ensure_key(circuit, cache, backend.name, progress=lambda m: log(f"  {m}"))
+    log(f"  key {path.name} ready in {time.perf_counter() - t:.1f} s")
+    return path
 
 
 def bench_chains(sizes: Sequence[int], backend, repeat: int, cache: Path, log: Log = _say) -> list[dict]:
@@ -83,12 +74,12 @@ def bench_chains(sizes: Sequence[int], backend, repeat: int, cache: Path, log: L
 
     rows = []
     warm = examples.chain_for_constraints(1 << 6)
-    wpk, _ = cached_key(warm, backend, cache, log=log)
+    wpk = load_proving_key(chain_key(warm, backend, cache, log=log))
     log("  warm-up (loads or compiles the kernels)")
     prove(wpk, warm.r1cs, warm.witness(3), backend)
     for k in sizes:
         circuit = examples.chain_for_constraints(1 << k)
-        _, path = cached_key(circuit, backend, cache, log=log)
+        path = chain_key(circuit, backend, cache, log=log)
         times, splits, ok = [], [], True
         for i in range(repeat + 1):
             z = circuit.witness(secrets.randbelow(R_MOD))
@@ -138,7 +129,7 @@ def format_chains(rows: Sequence[dict]) -> str:
             *[f"{r['ms'].get(g, 0):.0f}" for g in groups],
         ])
     lines = _table(head, body)
-    lines.append("prove s: median wall time (key load with checksum, evaluation, NTTs, MSMs, assembly); cpu s: "
+    lines.append("prove s: median wall time (key load (checksum verified on first load, then stamped), evaluation, NTTs, MSMs, assembly); cpu s: "
                  "process CPU time of that run (wall well above cpu/cores means the machine is shared).")
     lines.append("ratio = ours / snarkjs 0.7.6 groth16 prove (wall, 2-core machine, ../shared/anchors.md); "
                  "below 1.0 is faster. Keys: INSECURE TEST PARAMETERS.")

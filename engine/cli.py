@@ -286,7 +286,7 @@ def _cmd_bench_kernels(args: argparse.Namespace) -> int:
 
 def _add_bench_prove(bsub) -> None:
     p = bsub.add_parser("prove", help="full proofs: 2^k chains vs snarkjs, or presets with the time broken down",
-                        description="With --sizes: full proofs (key load with checksum, evaluation, NTTs, MSMs, "
+                        description="With --sizes: full proofs (key load (checksum verified on first load, then stamped), evaluation, NTTs, MSMs, "
                         "assembly) of multiplication chains with exactly 2^k constraints; the figure is the median "
                         "wall time, against snarkjs's median `groth16 prove` on the same 2-core machine "
                         "(../shared/anchors.md). With --preset: one full partition prove of each preset (key made "

@@ -262,11 +262,11 @@ def steady_interval(done: Iterable[PartitionRecord]) -> float | None:
     return (ts[-1] - ts[0]) / (len(ts) - 1)
 
 
-def gap_split(done: Iterable[PartitionRecord]) -> dict[str, float]:
+def gap_split(done: Iterable[PartitionRecord], dealloc_in_wrapper: bool = False) -> dict[str, float]:
     """Where the wrapper's time beyond the kernels went, summed over partitions (ms): handing the
     task to the prover (dispatch), the prover's host work around its call (host), the call's own
-    time outside the kernel groups (call - kernels), the gpu_done message back (return), and
-    deallocation inside the wrapper (dealloc = "sync" only). Parts a run did not record are
+    time outside the kernel groups (call - kernels), the gpu_done message back (return), and,
+    with ``dealloc_in_wrapper`` (dealloc = "sync"), deallocation. Parts a run did not record are
     left out; "other" is what the recorded parts do not explain."""
     recs = [r for r in done if "gpu_wrapper" in r.ms]
     out: dict[str, float] = {}
@@ -277,9 +277,8 @@ def gap_split(done: Iterable[PartitionRecord]) -> dict[str, float]:
         out["call - kernels"] = sum(
             r.ms["gpu_call"] - sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in recs if "gpu_call" in r.ms
         )
-    sync = [r for r in recs if r.ms.get("dealloc") is not None and _wrapper_holds_dealloc(r)]
-    if sync:
-        out["dealloc"] = sum(r.ms["dealloc"] for r in sync)
+    if dealloc_in_wrapper and any("dealloc" in r.ms for r in recs):
+        out["dealloc"] = sum(r.ms.get("dealloc", 0.0) for r in recs)
     if out:
         wrapper = sum(r.ms["gpu_wrapper"] for r in recs)
         kernels = sum(sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in recs)
@@ -287,13 +286,8 @@ def gap_split(done: Iterable[PartitionRecord]) -> dict[str, float]:
     return out
 
 
-def _wrapper_holds_dealloc(r: PartitionRecord) -> bool:
-    """dealloc = "sync": the wrapper runs to the finalizing stage, through the dealloc step
-    (with "async" it ends at the deallocating stage, before it)."""
-    t_gpu, t_fin = r.first("gpu"), r.first("finalizing")
-    if t_gpu is None or t_fin is None:
-        return False
-    return abs((t_fin - t_gpu) * 1000.0 - r.ms["gpu_wrapper"]) < 0.01
+def _session_config(events: Iterable[dict]) -> dict:
+    return next((e.get("config") or {} for e in events if e.get("kind") == "session_start"), {})
 
 
 def run_summary(events: list[dict]) -> RunSummary:
@@ -327,7 +321,7 @@ def run_summary(events: list[dict]) -> RunSummary:
         wrapper_ms=sum(r.ms.get("gpu_wrapper", 0.0) for r in done),
         call_ms=sum(r.ms.get("gpu_call", 0.0) for r in done),
         kernel_ms=sum(sum(r.ms.get(k, 0.0) for k in ev.KERNEL_KEYS) for r in done),
-        gap_split_ms=gap_split(done),
+        gap_split_ms=gap_split(done, _session_config(events).get("dealloc") == "sync"),
         peak_total=peak_total,
         peak_shm=peak_shm,
         baseline_rss_anon=baseline_rss_anon(events),

@@ -50,4 +50,5 @@ class StatePanel(Static):
             self.show(self._state, self._pal)
 
     def render_state(self, state: DashboardState, pal: Palette, width: int) -> RenderableType:
-        raise NotImplementedError
+        """The panel's content for ``state`` at ``width`` columns (every panel overrides it)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement render_state")

@@ -232,10 +232,9 @@ def _unmap_loop(state: _ProverState) -> None:
         if item is None:
             return
         key, atts = item
-        t0 = time.perf_counter()
         for att in atts:
             att.close()
-        state.results.put(("abc_unmapped", state.name, key, {"ms": _ms(t0, time.perf_counter())}))
+        state.results.put(("abc_unmapped", state.name, key, {}))
 
 
 def _finalize_loop(state: _ProverState, slots: int) -> None:
