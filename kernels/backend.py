@@ -43,7 +43,8 @@ class Backend(Protocol):
     def resident(self, points: np.ndarray) -> Any: ...
 
     # Move a vector to where the backend computes (one upload for cuda; as it is for cpu), and a
-    # small result back to the host. Operations given placed vectors return placed vectors, so a
+    # small result back to the host. ``place`` also takes a kernels.stored.StoredArray, read
+    # from its file without mapping it (through pinned buffers for cuda; into memory for cpu). Operations given placed vectors return placed vectors, so a
     # prover uploads its inputs once and keeps intermediates (H's coefficients) on the device.
     def place(self, a: np.ndarray) -> Any: ...
     def fetch(self, a: Any) -> np.ndarray: ...

@@ -15,6 +15,7 @@ import numpy as np
 
 from kernels.cpu import fr_vec
 from kernels.cpu import ntt as _ntt
+from kernels.stored import StoredArray
 
 
 class CpuBackend:
@@ -59,8 +60,8 @@ class CpuBackend:
         """Host memory is where the CPU MSM runs, so the table is used as it is."""
         return points
 
-    def place(self, a: np.ndarray) -> np.ndarray:
-        return a
+    def place(self, a: Any) -> np.ndarray:
+        return a.read() if isinstance(a, StoredArray) else a
 
     def fetch(self, a: np.ndarray) -> np.ndarray:
         return np.asarray(a)

@@ -5,16 +5,15 @@ method also accepts CuPy device arrays (and then returns device arrays), so a pr
 vectors on the GPU between calls. ``resident(points)`` uploads a point table once and returns a
 handle that the MSMs use without copying it again (the proving key stays on the device).
 
-Each calling thread gets its own CUDA stream (a blocking one, so it still orders against work
-that callers queue on the legacy default stream). Two prover slots in one process therefore
-overlap: one slot's kernels run while the other is in host code (Python, transfers, the host
-finish of an MSM), and the CUDA events of ``mark`` time each slot's own work.
+Each calling thread gets its own CUDA stream (kernels/cuda/stream.py). Two prover slots in one
+process therefore overlap: one slot's kernels run while the other is in host code (Python,
+transfers, the host finish of an MSM), and the CUDA events of ``mark`` time each slot's own
+work. Results come back to the host through ``to_host``, which lets the stream settle first.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -23,6 +22,9 @@ import numpy as np
 from kernels.cuda import msm as _msm
 from kernels.cuda import ntt as _ntt
 from kernels.cuda.module import kernel
+from kernels.cuda.stream import thread_stream, to_host
+from kernels.cuda.upload import upload_stored
+from kernels.stored import StoredArray
 
 
 def _cp() -> Any:
@@ -54,29 +56,17 @@ def _dev(x: Any) -> Any:
     cp = _cp()
     if isinstance(x, ResidentPoints):
         return x.data
+    if isinstance(x, StoredArray):
+        return upload_stored(x)
     return cp.ascontiguousarray(cp.asarray(x, dtype=cp.uint64))
 
 
 def _back(x: Any, like_device: bool) -> Any:
-    return x if like_device else _cp().asnumpy(x)
+    return x if like_device else to_host(x)
 
 
 _OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4}
-_local = threading.local()
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def thread_stream() -> Any:
-    """The calling thread's CUDA stream on the current device (made on first use)."""
-    cp = _cp()
-    dev = cp.cuda.Device().id
-    streams = getattr(_local, "streams", None)
-    if streams is None:
-        streams = _local.streams = {}
-    st = streams.get(dev)
-    if st is None:
-        st = streams[dev] = cp.cuda.Stream(non_blocking=False)
-    return st
 
 
 def _on_stream(fn: F) -> F:
@@ -147,12 +137,13 @@ class CudaBackend:
     # --- placement and timing -------------------------------------------------------------------
     @_on_stream
     def place(self, a: Any) -> Any:
-        """One upload (a pageable copy on this thread's stream); device arrays pass through."""
+        """One upload on this thread's stream (a StoredArray is read from its file through
+        pinned buffers; a numpy array is a pageable copy); device arrays pass through."""
         return _dev(a)
 
     @_on_stream
     def fetch(self, a: Any) -> np.ndarray:
-        return _cp().asnumpy(a) if _is_device(a) else np.asarray(a)
+        return to_host(a) if _is_device(a) else np.asarray(a)
 
     def mark(self) -> Any:
         ev = _cp().cuda.Event()

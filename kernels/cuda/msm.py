@@ -22,6 +22,7 @@ import numpy as np
 
 from kernels.cuda.finish import combine_windows
 from kernels.cuda.module import kernel
+from kernels.cuda.stream import settle, to_host
 
 # uint64 words per affine point and per XYZZ point
 AFFINE_U64 = {"g1": 12, "g2": 24}
@@ -126,6 +127,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     ones = _reduce_all(group, partial, nparts)
     mark("scalars_and_ones")
 
+    settle()  # flatnonzero reads a count back to the host
     tail_idx = cp.flatnonzero(cls == 2)
     m = int(tail_idx.size)
     if stats is not None:
@@ -134,7 +136,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     finish = kernel(f"msm_{group}", f"{group}_finish")
     if m == 0:
         if HOST_FINISH:
-            row = combine_windows(group, np.zeros((0, xw), dtype=np.uint64), 1, cp.asnumpy(ones))
+            row = combine_windows(group, np.zeros((0, xw), dtype=np.uint64), 1, to_host(ones))
             out[...] = cp.asarray(row.reshape(1, aw))
         else:
             finish((1,), (1,), (ones, np.int32(0), np.int32(1), ones, out))
@@ -162,6 +164,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     L = max(8, 2 * ((m + half - 1) // half))
     nitems = (count + np.uint32(L - 1)) // np.uint32(L)
     item_off = cp.cumsum(nitems, dtype=cp.uint32) - nitems
+    settle()
     total_items = int(item_off[-1]) + int(nitems[-1])
     item_start = cp.empty(max(total_items, 1), dtype=cp.uint32)
     item_end = cp.empty(max(total_items, 1), dtype=cp.uint32)
@@ -194,7 +197,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del mid
     mark("window_reduce")
     if HOST_FINISH:
-        row = combine_windows(group, cp.asnumpy(wins), c, cp.asnumpy(ones))
+        row = combine_windows(group, to_host(wins), c, to_host(ones))
         out[...] = cp.asarray(row.reshape(1, aw))
     else:
         finish((1,), (1,), (wins, np.int32(nwin), np.int32(c), ones, out))
@@ -209,13 +212,14 @@ def _reduce_heavy(group: str, partials: Any, nitems: Any, item_off: Any, count: 
     """Sum the items of buckets with more than HEAVY_ITEMS items by a tree of reductions, leaving
     the sum in the bucket's first item and its count at 1 (so the bucket-sum kernel reads one)."""
     cp = _cp()
+    settle()
     heavy = cp.flatnonzero(nitems > np.uint32(HEAVY_ITEMS))
     if int(heavy.size) == 0:
         return
-    ks = cp.asnumpy(nitems[heavy])
+    ks = to_host(nitems[heavy])
     order = np.argsort(-ks.astype(np.int64), kind="stable")[:HEAVY_MAX_BUCKETS]
-    hb = cp.asnumpy(heavy)[order]
-    offs = cp.asnumpy(item_off[heavy])[order]
+    hb = to_host(heavy)[order]
+    offs = to_host(item_off[heavy])[order]
     for b, off, k in zip(hb.tolist(), offs.tolist(), ks[order].tolist()):
         total = _reduce_all(group, partials[off : off + k], k)
         partials[off] = total[0]
