@@ -15,6 +15,9 @@
 #   dealloc        bench pipeline --matrix dealloc at large (sync against async)
 #   two_gpu        bench pipeline at large on devices [0] and then [0, 1]
 #   one_slot       bench pipeline at large on one GPU with 2 slots, then with 1 slot
+#   latency        scripts/handoff_latency.py (a task/reply round trip by switch interval)
+#   diagnose       one_slot's two runs with SEALTOP_PROVER_TRACE (engine/pipeline/prover_trace.py)
+#   handoff        one_slot's two runs at CPython's default switch interval, then at the engine's
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
 # repo root (git-ignored), which a warm machine keeps between calls. Everything comes back as
@@ -54,7 +57,7 @@ pipe() {  # pipe NAME SECONDS EXTRA-ARGS...: bench pipeline at large on one H200
 for s in "$@"; do
   case $s in
     compile) step compile 240 python3 -c "import time; t=time.time(); from kernels.cuda.module import warm_up; warm_up(); print(f'modules ready in {time.time()-t:.1f} s')" ;;
-    tests) step tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_prove.py tests/test_cuda_ff.py tests/test_cuda_ntt.py tests/test_cuda_msm.py ;;
+    tests) step tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_prove.py tests/test_cuda_upload.py tests/test_cuda_ff.py tests/test_cuda_ntt.py tests/test_cuda_msm.py ;;
     kernels) step kernels 200 python3 scripts/gpu_check.py "$work/gpu" --phases probe,bench --repeat 5 \
                --bench msm_g1=16,20,22,24,26 msm_g2=20,22 ntt=20,24 ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
@@ -64,6 +67,19 @@ for s in "$@"; do
     cuzk) wait_warm; pipe cuzk 200 --jobs 4 --matrix cuzk --set 'devices=[0]' ;;
     dealloc) wait_warm; pipe dealloc 120 --jobs 4 --matrix dealloc --set 'devices=[0]' ;;
     one_slot) wait_warm; pipe one_gpu 100 --jobs 6 --set 'devices=[0]'; pipe one_slot 100 --jobs 6 --set 'devices=[0]' --set gpu_slots_per_device=1 ;;
+    latency) step latency 60 python3 scripts/handoff_latency.py ;;
+    handoff) wait_warm
+      for si in 0 0.2; do
+        export SEALTOP_SWITCH_INTERVAL_MS=$si
+        pipe "handoff_2slot_$si" 100 --jobs 6 --set 'devices=[0]'
+        pipe "handoff_1slot_$si" 100 --jobs 6 --set 'devices=[0]' --set gpu_slots_per_device=1
+      done
+      unset SEALTOP_SWITCH_INTERVAL_MS ;;
+    diagnose) wait_warm  # the prover trace (one line per partition in the step's output)
+      export SEALTOP_PROVER_TRACE=1
+      pipe diag_1slot 100 --jobs 6 --set 'devices=[0]' --set gpu_slots_per_device=1
+      pipe diag_2slot 100 --jobs 6 --set 'devices=[0]'
+      unset SEALTOP_PROVER_TRACE ;;
     two_gpu) wait_warm; pipe one_gpu 100 --jobs 6 --set 'devices=[0]'; pipe two_gpu 100 --jobs 6 --set 'devices=[0,1]' ;;
     *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
   esac

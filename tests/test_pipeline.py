@@ -249,6 +249,36 @@ def test_dealloc_intervals(params, mode):
         assert abs(parts - m["gpu_wrapper"]) < 0.5, (parts, m["gpu_wrapper"])
 
 
+def _mapped_segments(pids: list[int], prefix: str) -> list[str]:
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                out += [line.split()[-2] if line.endswith("(deleted)\n") else line.split()[-1]
+                        for line in f if prefix in line]
+        except OSError:
+            pass
+    return out
+
+
+def test_workers_keep_no_mapping_of_finished_partitions(params):
+    """A segment the orchestrator unlinked is only freed once no process maps it. The prover's
+    finalize half once kept z mapped through a stray reference, so every partition left its
+    witness in memory for the prover's lifetime."""
+    eng = Engine(make_cfg(params))
+    eng.start()
+    try:
+        eng.submit(Job(PRESET, 3))
+        assert eng.wait_idle(WAIT)
+        pids = list(eng.worker_pids().values())
+        deadline = time.monotonic() + 10
+        while (left := _mapped_segments(pids, prefix_for(os.getpid()))) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert left == []
+    finally:
+        eng.stop()
+
+
 def _kill_on_first(
     cfg: EngineConfig, stage: str, role: str, partitions: int, progress=None
 ) -> list[dict]:

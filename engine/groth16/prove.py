@@ -122,7 +122,8 @@ def prove_start(
     s: int | None = None,
     tables: dict[str, Query] | None = None,
 ) -> ProveHandle:
-    """H on a coset, then the G1 MSMs (H, A, B1, L). r and s default to fresh randomness."""
+    """H on a coset, then the G1 MSMs (H, A, B1, L). r and s default to fresh randomness.
+    a, b, c and z may be numpy arrays or kernels.stored.StoredArray (read by backend.place)."""
     n = pk.domain_size
     if z.shape != (pk.num_vars, 4):
         raise KeyMismatchError(f"witness has {z.shape[0]} values, the proving key expects {pk.num_vars}")

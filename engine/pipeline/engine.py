@@ -47,6 +47,7 @@ from engine.config import EngineConfig, check_knob
 from engine.pipeline import proving
 from engine.pipeline.channel import BoundedChannel, ChannelClosed
 from engine.pipeline.circuits import PartitionCircuit, circuit_cache_dir, resolve
+from engine.pipeline.latency import quicken_handoffs
 from engine.pipeline.scheduler import Admission, AdmissionClosed
 from engine.pipeline.shm import SegmentRegistry, SegmentSpec, sweep_stale
 from engine.pipeline.workers import prover_main, synthesis_main
@@ -237,11 +238,13 @@ class Engine:
         if self._started:
             raise EngineError("engine already started")
         self._started = True
+        switch_s = quicken_handoffs()
         sweep_stale()
         ensure_warm(self.progress)  # compile once here, not in every worker at once
         gpus = gpu_list()
         cfg = self.config.to_dict()
         cfg["backend_in_use"] = self._backend
+        cfg["switch_interval_ms"] = switch_s * 1000.0
         wall = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self._emit(lambda t: events.session_start(t, cfg, host_info(), gpus, wall))
         with self._state:
@@ -619,9 +622,10 @@ class Engine:
             )
 
     def _await_unmapped(self, p: _Part, limit_s: float = 60.0) -> None:
-        """Wait until the prover has unmapped a, b and c (it does so right after gpu_done, in
-        its own unmap thread), so that the unlink that follows is what returns the pages and
-        the dealloc interval holds the whole cost of freeing them. Gives up on stop, on a
+        """Wait until the prover has let go of a, b and c (a cpu prover unmaps them right after
+        gpu_done, in its own unmap thread; a GPU prover never maps them and says so at once),
+        so that the unlink that follows is what returns the pages and the dealloc interval
+        holds the whole cost of freeing them. Gives up on stop, on a
         cancelled or retried partition, and after ``limit_s`` (a dead prover's mappings are
         gone with it)."""
         attempt = p.attempt
@@ -641,8 +645,7 @@ class Engine:
             segs, p.segs = p.segs, None
             reserved, p.reserved = p.reserved, False
         if segs is not None:
-            for spec in segs.values():
-                freed += self.segments.release(spec)
+            freed = self.segments.release_many(list(segs.values()))
             self.counters.add("holding_abc", -1)
             self.counters.add("abc_freed")
         if reserved:

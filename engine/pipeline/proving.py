@@ -89,9 +89,9 @@ def load_key(path: str, backend: Any) -> LoadedKey:
     return LoadedKey(pk, resident_tables(pk, backend))
 
 
-def start(key: LoadedKey, a: np.ndarray, b: np.ndarray, c: np.ndarray, z: np.ndarray,
-          backend: Any) -> Any:
-    """The GPU half: H on a coset and the G1 MSMs; a, b, c may be freed when it returns."""
+def start(key: LoadedKey, a: Any, b: Any, c: Any, z: Any, backend: Any) -> Any:
+    """The GPU half: H on a coset and the G1 MSMs; a, b, c may be freed when it returns.
+    Each input is a numpy array or a StoredArray that the backend reads from its file."""
     from engine.groth16.prove import prove_start
 
     return prove_start(key.pk, a, b, c, z, backend, tables=key.tables)
@@ -126,11 +126,16 @@ def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None) -> byt
     return bytes(prove_finish(handle))
 
 
-def public_inputs(num_inputs: int, z: np.ndarray) -> list[int]:
-    """z[1:num_inputs] as integers (num_inputs counts the constant one, as in R1CS)."""
+def public_inputs(num_inputs: int, z: Any) -> list[int]:
+    """z[1:num_inputs] as integers (num_inputs counts the constant one, as in R1CS); z is a
+    numpy array or a StoredArray."""
     from kernels.cpu.convert import from_mont_fr
+    from kernels.stored import StoredArray
 
-    return list(from_mont_fr(np.array(z[1:num_inputs]))) if num_inputs > 1 else []
+    if num_inputs <= 1:
+        return []
+    rows = z.read(1, num_inputs) if isinstance(z, StoredArray) else np.array(z[1:num_inputs])
+    return list(from_mont_fr(rows))
 
 
 def verify(vk: Any, public: list[int], proof: bytes) -> bool:

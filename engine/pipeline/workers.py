@@ -2,8 +2,9 @@
 
 Both are started with ``spawn`` by the orchestrator and talk to it through two queues: a task
 queue of their own, and a result queue shared by every worker. Large vectors never pass through
-the queues: tasks name shared-memory segments (engine.pipeline.shm) that the orchestrator created,
-and the worker attaches to them.
+the queues: tasks name shared-memory segments (engine.pipeline.shm) that the orchestrator created.
+Synthesis workers map them and write a, b, c and z in place; a GPU prover reads them from their
+files straight into its upload (kernels/stored.py) and never maps them; a cpu prover maps them.
 
 Messages (all small tuples/dicts):
 
@@ -35,7 +36,10 @@ import time
 import traceback
 from typing import Any
 
-from engine.pipeline.shm import Attached, SegmentSpec
+from engine.pipeline import prover_trace
+from engine.pipeline.latency import quicken_handoffs
+from engine.pipeline.shm import Attached, SegmentSpec, segment_path
+from kernels.stored import StoredArray
 
 
 def _ms(t0: float, t1: float) -> float:
@@ -173,6 +177,7 @@ def _load_task(state: _ProverState, task: dict) -> None:
 
 
 def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
+    from engine.groth16.prove import START_GROUPS
     from engine.pipeline import proving
 
     while True:
@@ -186,47 +191,72 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             continue
         t_recv = time.monotonic()  # the orchestrator splits its wrapper with this and t_sent
         key = task["key"]
-        attached: list[Attached] = []
-        views: dict = {}
+        trace = prover_trace.SlotTrace(key)
+        trace.stamp("received")
+        mapped: dict[str, Attached] = {}
+        inputs: dict[str, Any] = {}
         try:
             pk = state.key(task["key_path"])
+            trace.stamp("key")
             for k in ("a", "b", "c", "z"):
-                att = Attached(task["segs"][k])
-                attached.append(att)
-                views[k] = att.array
-            # No page-locking here: pinning costs time proportional to the partition, outside
-            # the timed GPU call; prove_start times the pageable upload as the "upload" group.
+                spec = task["segs"][k]
+                if _reads_segment(state, k, task["b_g2"]):
+                    inputs[k] = StoredArray(segment_path(spec.name), spec.shape)
+                else:
+                    mapped[k] = Attached(spec)
+                    inputs[k] = mapped[k].array
+            trace.stamp("attach")
+            e_pre = state.backend.mark() if prover_trace.ENABLED else None
             t0 = time.perf_counter()
-            handle = proving.start(pk, views["a"], views["b"], views["c"], views["z"], state.backend)
+            handle = proving.start(pk, inputs["a"], inputs["b"], inputs["c"], inputs["z"],
+                                   state.backend)
             t1 = time.perf_counter()
+            trace.stamp("call")
             timings = dict(proving.kernel_timings(handle))
             timings["gpu_call"] = _ms(t0, t1)
-            public = proving.public_inputs(pk.pk.num_inputs, views["z"])
+            if e_pre is not None:
+                trace.extra["gpu_span_ms"] = state.backend.elapsed_ms(e_pre, state.backend.mark())
+                trace.extra["kernels_ms"] = sum(timings.get(g, 0.0) for g in START_GROUPS)
+            public = proving.public_inputs(pk.pk.num_inputs, inputs["z"])
             t_sent = time.monotonic()
             timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
             timings["recv_mono"], timings["sent_mono"] = t_recv, t_sent
-            # Tell the orchestrator first, then hand a, b and c to the unmap thread: unmapping
-            # GBs of touched pages is deallocation, and must not hold this slot from its next
-            # partition. The orchestrator's dealloc step waits for "abc_unmapped" before it
-            # unlinks. z stays mapped for the finalize half.
+            # Tell the orchestrator first, then hand what this slot mapped of a, b and c to
+            # the unmap thread: unmapping GBs of touched pages is deallocation, and must not
+            # hold this slot from its next partition. The orchestrator's dealloc step waits for
+            # "abc_unmapped" before it unlinks. z stays for the finalize half.
             state.results.put(("gpu_done", state.name, key, timings))
-            views.clear()
-            state.unmap_q.put((key, attached[:3]))
-            state.finalize_q.put((key, handle, attached[3], public, task["b_g2"], pk))
-            attached = []
+            trace.stamp("sent")
+            inputs.clear()
+            state.unmap_q.put((key, [mapped.pop(k) for k in ("a", "b", "c") if k in mapped]))
+            state.finalize_q.put((key, handle, mapped.pop("z", None), public, task["b_g2"], pk))
+            del handle
+            trace.emit()
         except Exception as exc:
             detail = _one_line(exc)
             if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
                 traceback.print_exc()
             state.results.put(("task_error", state.name, key, detail))
         finally:
-            views.clear()
-            for att in attached:
+            inputs.clear()
+            for att in mapped.values():
                 att.close()
 
 
+def _reads_segment(state: _ProverState, name: str, b_g2: str) -> bool:
+    """Whether the slot reads segment ``name`` from its file rather than mapping it. A GPU
+    prover reads: its backend copies the data to the device anyway, and a mapping would cost a
+    fault per page, an unmap of every page and contention on the process's map lock (see
+    kernels/stored.py). The cpu backend computes on the mapping itself. z stays mapped when B2
+    runs on the cpu, whose finalize half reads z after the orchestrator has unlinked it."""
+    if state.backend.name == "cpu":
+        return False
+    return not (name == "z" and b_g2 == "cpu")
+
+
 def _unmap_loop(state: _ProverState) -> None:
-    """Drop the mappings of partitions whose GPU half is done, then say so."""
+    """Drop the mappings of partitions whose GPU half (a, b, c) or finalize half (z) is done;
+    say so for a, b, c (mapped or not), which the orchestrator's dealloc step waits for."""
     while True:
         item = state.unmap_q.get()
         if item is None:
@@ -234,7 +264,8 @@ def _unmap_loop(state: _ProverState) -> None:
         key, atts = item
         for att in atts:
             att.close()
-        state.results.put(("abc_unmapped", state.name, key, {}))
+        if key is not None:
+            state.results.put(("abc_unmapped", state.name, key, {}))
 
 
 def _finalize_loop(state: _ProverState, slots: int) -> None:
@@ -247,6 +278,7 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
             remaining -= 1
             continue
         key, handle, z_att, public, b_g2, loaded = item
+        del item  # the handle holds a view of z: every reference must go before z is unmapped
         try:
             t0 = time.perf_counter()
             proof = proving.finish(handle, b_g2, loaded)
@@ -256,7 +288,8 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
             state.results.put(("task_error", state.name, key, _one_line(exc)))
         finally:
             del handle
-            z_att.close()
+            if z_att is not None:
+                state.unmap_q.put((None, [z_att]))
 
 
 def prover_main(
@@ -264,11 +297,13 @@ def prover_main(
 ) -> None:
     """Entry point of a prover process (one per GPU, or one on the CPU backend)."""
     _ignore_interrupts()
+    quicken_handoffs()
     try:
         state = _ProverState(name, backend_name, device, results)
     except Exception as exc:
         results.put(("worker_error", name, None, _one_line(exc)))
         return
+    prover_trace.install()
     results.put(("ready", name, None, {"backend": state.backend.name}))
     threads = [
         threading.Thread(target=_slot_loop, args=(state, tasks, s), name=f"slot{s}")
