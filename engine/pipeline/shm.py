@@ -92,7 +92,7 @@ class Attached:
     The segment is mapped with libc's mmap rather than Python's mmap so that close() can unmap
     it in 64 MiB pieces. munmap holds the process's memory-map lock for its whole length (about
     40 ms per GB of touched pages): in one piece it stalls every other thread of the process
-    that takes a page fault meanwhile, such as a prover slot uploading its next partition. In
+    that takes a page fault meanwhile, such as a cpu prover slot mapping its next partition. In
     pieces, such a stall is under a millisecond (measured with a thread faulting in fresh pages
     during the unmap of 1 GB: 40 ms in one piece, 0.9 ms in 64 MiB pieces).
     """

@@ -195,6 +195,7 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
         trace.stamp("received")
         mapped: dict[str, Attached] = {}
         inputs: dict[str, Any] = {}
+        handle = None
         try:
             pk = state.key(task["key_path"])
             trace.stamp("key")
@@ -230,7 +231,6 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             inputs.clear()
             state.unmap_q.put((key, [mapped.pop(k) for k in ("a", "b", "c") if k in mapped]))
             state.finalize_q.put((key, handle, mapped.pop("z", None), public, task["b_g2"], pk))
-            del handle
             trace.emit()
         except Exception as exc:
             detail = _one_line(exc)
@@ -239,6 +239,7 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             state.results.put(("task_error", state.name, key, detail))
         finally:
             inputs.clear()
+            handle = None  # it holds views of what this slot mapped
             for att in mapped.values():
                 att.close()
 

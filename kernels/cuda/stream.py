@@ -7,8 +7,9 @@ of one process overlap on the GPU.
 A copy from the device into pageable host memory (cupy.asnumpy, int() of a device scalar,
 the count inside cupy.flatnonzero) waits for the stream's queued kernels, and holds a lock of
 the CUDA context while it waits: every other thread's CUDA call of the process (an event
-record, a kernel launch, an upload) stalls behind it. The prover saw that as 80 ms stalls at the
-start of a partition while the finalize thread read a G2 MSM's result. ``settle`` waits for the
+record, a kernel launch, an upload) stalls behind it. On the H200 a prover slot's first CUDA
+call of a partition waited 66-84 ms in 2 to 4 of 12 partitions while the finalize thread read
+a G2 MSM's result, and did not once the reads settled first (docs/BENCHMARKS.md, third round). ``settle`` waits for the
 stream first, with a stream synchronize that holds no such lock and releases the GIL, so the
 copy that follows finds its data ready.
 """
