@@ -68,3 +68,26 @@ def test_split_prover_gives_the_same_proof_from_stored_inputs(tmp_path) -> None:
     from_files = prove_finish(prove_start(pk, *stored, be, r=r, s=s))
     assert from_files == from_arrays
     assert proving.public_inputs(pk.num_inputs, stored[3]) == examples.public_inputs(circuit.r1cs, z)
+
+
+def test_the_cuda_upload_fills_its_buffer_in_parallel_parts(tmp_path) -> None:
+    """kernels.cuda.upload reads each staging buffer with several threads (no GPU needed to
+    check the reading): every byte lands where it belongs, and a short file is an error."""
+    import os
+
+    from kernels.cuda import upload
+
+    data = np.frombuffer(secrets.token_bytes(3 << 20), dtype=np.uint8)
+    path = tmp_path / "fill"
+    path.write_bytes(data.tobytes())
+    buf = np.zeros(2 << 20, dtype=np.uint8)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for size in (len(buf), 1, 4096 * 3 + 5, secrets.randbelow(len(buf)) + 1):
+            off = secrets.randbelow(len(data) - size + 1)
+            upload._fill(fd, memoryview(buf)[:size], off)
+            assert np.array_equal(buf[:size], data[off:off + size]), (size, off)
+        with pytest.raises(OSError, match="end of file"):
+            upload._fill(fd, memoryview(buf), len(data) - 100)
+    finally:
+        os.close(fd)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ def _fill(fd: int, buf: memoryview, offset: int) -> None:
         _readers().submit(read_exact, fd, buf[lo:lo + part], offset + lo)
         for lo in range(0, len(buf), part)
     ]
+    wait(jobs)  # all of them, even after a failure: the caller closes fd next
     for job in jobs:
         job.result()
 
