@@ -40,16 +40,23 @@ def test_two_threads_upload_at_once(tmp_path) -> None:
     be = get_backend("cuda")
     rows = 2 * (STAGE_BYTES // 32) + 12345
     inputs = [_stored(tmp_path, rows, f"t{i}") for i in range(2)]
-    got: dict[int, np.ndarray] = {}
+    got: dict[int, list[np.ndarray]] = {0: [], 1: []}
+    errors: list[BaseException] = []
 
     def run(i: int) -> None:
-        for _ in range(3):
-            got[i] = be.fetch(be.place(inputs[i][1]))
+        try:
+            for _ in range(3):
+                got[i].append(be.fetch(be.place(inputs[i][1])))
+        except BaseException as exc:  # a thread's exception would otherwise only be printed
+            errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert errors == []
     for i in range(2):
-        assert np.array_equal(got[i], inputs[i][0])
+        assert len(got[i]) == 3
+        for out in got[i]:
+            assert np.array_equal(out, inputs[i][0])

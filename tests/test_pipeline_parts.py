@@ -364,3 +364,19 @@ def test_gap_split_names_where_the_wrapper_went() -> None:
     sync = gap_split([rec(True)], dealloc_in_wrapper=True)
     assert sync["dealloc"] == 40.0 and abs(sync["other"]) < 1e-9
     assert gap_split([PartitionRecord(1, 0)]) == {}  # nothing recorded, nothing claimed
+
+
+def test_a_gpu_slot_reads_segments_and_a_cpu_slot_maps_them():
+    """Which inputs a prover slot reads from their file (kernels/stored.py) and which it maps:
+    a GPU slot reads all four, except z when B2 runs on the cpu (that finalize half reads z
+    after the unlink); a cpu slot maps all four, its backend computes on them in place."""
+    from types import SimpleNamespace
+
+    from engine.pipeline.workers import _reads_segment
+
+    gpu = SimpleNamespace(backend=SimpleNamespace(name="cuda"))
+    cpu = SimpleNamespace(backend=SimpleNamespace(name="cpu"))
+    for b_g2 in ("gpu", "auto", "cpu"):
+        assert [_reads_segment(cpu, k, b_g2) for k in "abcz"] == [False] * 4
+        want_z = b_g2 != "cpu"
+        assert [_reads_segment(gpu, k, b_g2) for k in "abcz"] == [True, True, True, want_z]

@@ -36,6 +36,7 @@ import itertools
 import multiprocessing as mp
 import os
 import queue
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -238,6 +239,7 @@ class Engine:
         if self._started:
             raise EngineError("engine already started")
         self._started = True
+        self._switch_before = sys.getswitchinterval()  # restored by stop()
         switch_s = quicken_handoffs()
         sweep_stale()
         ensure_warm(self.progress)  # compile once here, not in every worker at once
@@ -546,6 +548,7 @@ class Engine:
                 q.join_thread()
         self._results.close()
         self._results.join_thread()
+        sys.setswitchinterval(self._switch_before)
         atexit.unregister(self._at_exit)
 
     # -- admission and synthesis -------------------------------------------------------------
@@ -623,7 +626,8 @@ class Engine:
 
     def _await_unmapped(self, p: _Part, limit_s: float = 60.0) -> None:
         """Wait until the prover has let go of a, b and c (a cpu prover unmaps them right after
-        gpu_done, in its own unmap thread; a GPU prover never maps them and says so at once),
+        gpu_done, in its own unmap thread; a GPU prover never maps them, and says so through
+        the same thread, behind any unmap queued before),
         so that the unlink that follows is what returns the pages and the dealloc interval
         holds the whole cost of freeing them. Gives up on stop, on a
         cancelled or retried partition, and after ``limit_s`` (a dead prover's mappings are

@@ -1,8 +1,8 @@
 """Where a prover slot's time goes around its GPU call: a diagnostic for wrapper - kernels.
 
 With SEALTOP_PROVER_TRACE set, each prover slot writes one line per partition to stderr,
-``prover-trace {json}``. Between consecutive stamps (task received, segments attached, key
-found, call started, call returned, gpu_done sent) it gives the wall time, the slot thread's
+``prover-trace {json}``. For each step between consecutive stamps (task received, key found,
+segments attached or opened, GPU call returned, gpu_done sent) it gives the wall time, the slot thread's
 CPU time and its involuntary context switches: a step whose wall time exceeds its CPU time was
 waiting (a lock, the GIL, the scheduler). It also lists the garbage collector's pauses inside
 the partition (their count and total, and each of 1 ms or more), and the GPU's own span from
@@ -75,4 +75,7 @@ class SlotTrace:
         }
         line = {"key": list(self.key), "thread": threading.current_thread().name, "steps": steps,
                 "gc": gc_line, **self.extra}
-        print("prover-trace " + json.dumps(line), file=sys.stderr, flush=True)
+        try:
+            print("prover-trace " + json.dumps(line), file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr gone: a diagnostic must not fail the partition
+            pass

@@ -190,7 +190,7 @@ class CudaBackend:
         """scalars[i] * base for every i; device arrays in give device arrays out (keys can be
         generated straight into GPU memory by passing a device ``out``)."""
         dev = _is_device(scalars) or out is not None
-        b = np.ascontiguousarray(_cp().asnumpy(_dev(base)) if _is_device(base) else np.asarray(base, dtype=np.uint64))
+        b = np.ascontiguousarray(to_host(_dev(base)) if _is_device(base) else np.asarray(base, dtype=np.uint64))
         key = (group, b.tobytes())
         fb = self._fixed.get(key)
         if fb is None:

@@ -127,12 +127,16 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     ones = _reduce_all(group, partial, nparts)
     mark("scalars_and_ones")
 
+    tail_mask = cls == 2
     settle()  # flatnonzero reads a count back to the host
-    tail_idx = cp.flatnonzero(cls == 2)
+    tail_idx = cp.flatnonzero(tail_mask)
+    del tail_mask
     m = int(tail_idx.size)
     if stats is not None:
         stats.n, stats.tail = n, m
-        stats.ones = int(cp.count_nonzero(cls == 1))
+        ones_mask = cls == 1
+        settle()
+        stats.ones = int(cp.count_nonzero(ones_mask))
     finish = kernel(f"msm_{group}", f"{group}_finish")
     if m == 0:
         if HOST_FINISH:
@@ -212,8 +216,9 @@ def _reduce_heavy(group: str, partials: Any, nitems: Any, item_off: Any, count: 
     """Sum the items of buckets with more than HEAVY_ITEMS items by a tree of reductions, leaving
     the sum in the bucket's first item and its count at 1 (so the bucket-sum kernel reads one)."""
     cp = _cp()
+    heavy_mask = nitems > np.uint32(HEAVY_ITEMS)
     settle()
-    heavy = cp.flatnonzero(nitems > np.uint32(HEAVY_ITEMS))
+    heavy = cp.flatnonzero(heavy_mask)
     if int(heavy.size) == 0:
         return
     ks = to_host(nitems[heavy])

@@ -46,7 +46,8 @@ def _readers() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(2 * READERS, thread_name_prefix="sealtop-read")  # 2 slots
+            # enough for two slots reading at once; with more slots, reads queue (still correct)
+            _pool = ThreadPoolExecutor(2 * READERS, thread_name_prefix="sealtop-read")
         return _pool
 
 
@@ -54,11 +55,12 @@ def _fill(fd: int, buf: memoryview, offset: int) -> None:
     """Read len(buf) bytes from ``offset`` into ``buf``, READERS parts at once."""
     part = -(-len(buf) // READERS)
     part = -(-part // 4096) * 4096  # whole pages per reader
-    jobs = [
-        _readers().submit(read_exact, fd, buf[lo:lo + part], offset + lo)
-        for lo in range(0, len(buf), part)
-    ]
-    wait(jobs)  # all of them, even after a failure: the caller closes fd next
+    jobs = []
+    try:
+        for lo in range(0, len(buf), part):
+            jobs.append(_readers().submit(read_exact, fd, buf[lo:lo + part], offset + lo))
+    finally:
+        wait(jobs)  # all of them, even after a failure: the caller closes fd next
     for job in jobs:
         job.result()
 
@@ -76,16 +78,17 @@ def upload_stored(src: StoredArray) -> Any:
     stages = _stages()
     fd = os.open(src.path, os.O_RDONLY)
     try:
-        for i, off in enumerate(range(0, total, STAGE_BYTES)):
+        for off in range(0, total, STAGE_BYTES):
             k = min(STAGE_BYTES, total - off)
-            buf, done = stages[i % 2]
+            i = _local.turn = (getattr(_local, "turn", 0) + 1) % 2  # alternate across calls too
+            buf, done = stages[i]
             if done is not None:
                 done.synchronize()  # the copy out of this buffer has finished
             _fill(fd, memoryview(buf)[:k], off)
             cp.cuda.runtime.memcpyAsync(out.data.ptr + off, buf.ctypes.data, k, _H2D, stream.ptr)
             ev = cp.cuda.Event(disable_timing=True)
             ev.record(stream)
-            stages[i % 2] = (buf, ev)
+            stages[i] = (buf, ev)
     finally:
         os.close(fd)
     return out
