@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ROW_BYTES = 32  # one Fr element, uint64[4]
-
 
 @dataclass(frozen=True)
 class StoredArray:

@@ -32,7 +32,7 @@ COLUMNS = (
     ("bar", "breakdown (mean ms per partition)", 34),
 )
 SORTABLE = tuple(k for k, _, _ in COLUMNS if k != "bar")
-BAR_WIDTH = 34
+BAR_WIDTH = dict((k, w) for k, _, w in COLUMNS)["bar"]
 # The table shows at most this many proofs (the first in the current sort and filter), so that a
 # session of thousands of proofs costs the same to draw as one of a hundred.
 MAX_ROWS = 200

@@ -22,15 +22,11 @@ import numpy as np
 from kernels.cuda import msm as _msm
 from kernels.cuda import ntt as _ntt
 from kernels.cuda.module import kernel
+from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import thread_stream, to_host
 from kernels.cuda.upload import upload_stored
 from kernels.stored import StoredArray
 
-
-def _cp() -> Any:
-    import cupy
-
-    return cupy
 
 
 @dataclass

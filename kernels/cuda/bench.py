@@ -20,6 +20,7 @@ import numpy as np
 from kernels.bench import ANCHORS_MS
 from kernels.bench import DEFAULT_SIZES as _DEFAULTS
 from kernels.constants import G1_GEN, G2_GEN
+from kernels.cuda.stream import cupy_module as _cp
 
 TITLES = {
     "msm_g1": "G1 MSM",
@@ -32,11 +33,6 @@ TITLES = {
 # The device set of kernels/bench.py, where the anchors (sppark on this H200) also live.
 DEFAULT_SIZES: dict[str, list[int]] = _DEFAULTS["cuda"]
 
-
-def _cp() -> Any:
-    import cupy
-
-    return cupy
 
 
 def random_fr_device(n: int, shape_tail: tuple[int, ...] = ()) -> Any:

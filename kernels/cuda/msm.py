@@ -22,6 +22,7 @@ import numpy as np
 
 from kernels.cuda.finish import combine_windows
 from kernels.cuda.module import kernel
+from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import settle, to_host
 
 # uint64 words per affine point and per XYZZ point
@@ -41,11 +42,6 @@ HEAVY_MAX_BUCKETS = 1024
 # Combine the windows on the host (kernels/cuda/finish.py) rather than in one GPU thread.
 HOST_FINISH = True
 
-
-def _cp() -> Any:
-    import cupy
-
-    return cupy
 
 
 def _grid(n: int, block: int = BLOCK) -> tuple[int]:

@@ -15,15 +15,11 @@ import numpy as np
 
 from kernels.constants import FR_COSET_SHIFT, FR_R, R_MOD, root_of_unity
 from kernels.cuda.module import kernel
+from kernels.cuda.stream import cupy_module as _cp
 
 MAX_STAGES_PER_PASS = 10
 TABLE_BITS = 12  # power tables are lo[i & 4095] * hi[i >> 12]
 
-
-def _cp() -> Any:
-    import cupy
-
-    return cupy
 
 
 def _mont_rows(values: list[int]) -> np.ndarray:

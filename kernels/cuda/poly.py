@@ -17,12 +17,8 @@ import numpy as np
 
 from kernels.cuda import ntt as _ntt
 from kernels.cuda.module import kernel
+from kernels.cuda.stream import cupy_module as _cp
 
-
-def _cp() -> Any:
-    import cupy
-
-    return cupy
 
 
 def h_coefficients(a: Any, b: Any, c: Any, n: int) -> Any:

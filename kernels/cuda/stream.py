@@ -22,15 +22,18 @@ from typing import Any
 _local = threading.local()
 
 
-def _cp() -> Any:
+def cupy_module() -> Any:
+    """CuPy, imported on first use, so the cuda modules import where CuPy is not installed.
+    Every module of kernels/cuda takes it from here."""
     import cupy
 
     return cupy
 
 
+
 def thread_stream() -> Any:
     """The calling thread's CUDA stream on the current device (made on first use)."""
-    cp = _cp()
+    cp = cupy_module()
     dev = cp.cuda.Device().id
     streams = getattr(_local, "streams", None)
     if streams is None:
@@ -43,10 +46,10 @@ def thread_stream() -> Any:
 
 def settle() -> None:
     """Wait until the current stream's queued work is done (see the module docstring)."""
-    _cp().cuda.get_current_stream().synchronize()
+    cupy_module().cuda.get_current_stream().synchronize()
 
 
 def to_host(x: Any) -> Any:
     """A device array's contents as a numpy array, read once the stream has settled."""
     settle()
-    return _cp().asnumpy(x)
+    return cupy_module().asnumpy(x)
