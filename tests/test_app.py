@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("textual")  # the device machine has no Textual: skip, so -m gpu collects there
+
 from app.console import SealtopApp
 from app.main import build_app, is_console, main
 from app.screens.dashboard import DashboardScreen

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("textual")  # the device machine has no Textual
 engine_mod = pytest.importorskip("engine.pipeline.engine")
 
 from app.console import SealtopApp  # noqa: E402
