@@ -1,0 +1,313 @@
+"""The Prometheus exporter: one more sink of the event stream, served at /metrics.
+
+Proving farms are watched through Prometheus and Grafana, so the engine's stream is also kept as
+metric families that a scrape reads. Nothing here asks the engine anything: every value comes
+from the events the tap hands over, the same events the recorder writes, so a scrape at the end
+of a run agrees with the session's own summary.
+
+Naming follows Prometheus's rules: base units (seconds, bytes, ratios), ``_total`` on counters
+only, and no job or partition ids as labels (their number grows without bound). A GPU reading
+that NVML could not give (``None`` in the sample) is absent from the scrape, never zero.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import start_http_server
+
+from engine import events as ev
+
+prometheus_client.disable_created_metrics()
+
+# Phases of a partition, as histogram label values, and the timer keys each one sums (ms).
+PHASES: dict[str, tuple[str, ...]] = {
+    "queue": ("queue",),
+    "synthesis": ("witness", "eval"),
+    "witness": ("witness",),
+    "eval": ("eval",),
+    "channel_wait": ("channel_wait",),
+    "gpu_wrapper": ("gpu_wrapper",),
+    "gpu_call": ("gpu_call",),
+    "gpu_kernels": ev.KERNEL_KEYS,
+    "b2": ("b2",),
+    "finalize": ("finalize",),
+    "dealloc": ("dealloc",),
+}
+# From a millisecond to five minutes: a tiny partition's finalize to a 32 GiB sector's proof.
+BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0,
+             60.0, 120.0, 300.0)
+LIVE_STAGES = tuple(s for s in ev.STAGES if s != "done")
+OUTCOMES = ("verified", "failed", "cancelled")
+# GPU sample fields: (metric suffix, help, scale from the sample's unit to the base unit).
+GPU_FIELDS: dict[str, tuple[str, str, float]] = {
+    "util": ("utilization_ratio", "GPU utilization as NVML reports it (0 to 1)", 0.01),
+    "mem_used": ("memory_used_bytes", "GPU memory in use", 1.0),
+    "mem_total": ("memory_total_bytes", "GPU memory in all", 1.0),
+    "power_w": ("power_watts", "GPU board power draw", 1.0),
+    "temp_c": ("temperature_celsius", "GPU core temperature", 1.0),
+    "sm_clock_mhz": ("sm_clock_hertz", "GPU SM clock", 1e6),
+}
+
+
+def process_kind(role: str) -> str:
+    """The label for a process's role: its kind, without the worker's number."""
+    if role.startswith("synth"):
+        return "synthesis"
+    if role.startswith("gpu") or role.startswith("prover"):
+        return "prover"
+    return "orchestrator"
+
+
+GAUGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sealtop_partitions": ("Partitions now in each stage", ("stage",)),
+    "sealtop_process_memory_bytes": ("Anonymous resident memory (RssAnon) by process kind",
+                                     ("kind",)),
+    "sealtop_processes": ("Live processes by kind", ("kind",)),
+    "sealtop_shared_memory_bytes": ("Live shared-memory segments, counted once", ()),
+    "sealtop_memory_bytes": ("RssAnon of every process plus shared memory counted once", ()),
+    "sealtop_memory_budget_bytes": ("Budget for partition buffers (absent when unlimited)", ()),
+    "sealtop_knob_value": ("Live knob values (paused: 1 or 0)", ("knob",)),
+    "sealtop_gpu_info": ("One per GPU of the session, with its name", ("gpu", "name")),
+    "sealtop_session_start_time_seconds": ("Wall-clock start of the session (Unix time)", ()),
+    **{f"sealtop_gpu_{suffix}": (help_, ("gpu",)) for suffix, help_, _ in GPU_FIELDS.values()},
+}
+PROCESS_KINDS = ("orchestrator", "synthesis", "prover")
+
+
+class _Gauges:
+    """Gauge values kept as plain dicts and turned into families at scrape time, so that a value
+    nobody could read is absent rather than a stale number or a zero."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self.values: dict[str, dict[tuple[str, ...], float]] = {n: {} for n in GAUGES}
+
+    def set(self, name: str, value: float, *labels: str) -> None:
+        self.values[name][labels] = float(value)
+
+    def add(self, name: str, delta: float, *labels: str) -> None:
+        cur = self.values[name]
+        cur[labels] = cur.get(labels, 0.0) + delta
+
+    def drop(self, name: str, *labels: str) -> None:
+        self.values[name].pop(labels, None)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        with self._lock:
+            snapshot = {n: dict(v) for n, v in self.values.items()}
+        for name, (help_, labelnames) in GAUGES.items():
+            fam = GaugeMetricFamily(name, help_, labels=list(labelnames))
+            for labels, value in sorted(snapshot[name].items()):
+                fam.add_metric(list(labels), value)
+            yield fam
+
+
+class Exporter:
+    """Keeps the metric families up to date from events; ``handle`` is the sink."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self._lock = threading.Lock()
+        self._stage: dict[tuple[int, int], str] = {}
+        self._ended_jobs: set[int] = set()
+        self.gauges = _Gauges(self._lock)
+        r.register(self.gauges)  # type: ignore[arg-type]
+
+        self.events_total = Counter("sealtop_events", "Events seen on the stream, by kind",
+                                    ["kind"], registry=r)
+        self.jobs_submitted = Counter("sealtop_jobs_submitted", "Jobs (sector proofs) submitted",
+                                      registry=r)
+        self.proofs = Counter("sealtop_proofs", "Jobs (sector proofs) ended, by outcome",
+                              ["outcome"], registry=r)
+        self.partition_failures = Counter(
+            "sealtop_partition_failures", "Partition attempts that failed (each may be retried)",
+            registry=r)
+        self.partitions_done = Counter("sealtop_partitions_done", "Partitions proven",
+                                       registry=r)
+        self.phase = Histogram("sealtop_phase_duration_seconds",
+                               "Time of each phase of a partition", ["phase"], buckets=BUCKETS_S,
+                               registry=r)
+        self.proof_duration = Histogram("sealtop_proof_duration_seconds",
+                                        "Time from a job's submission to its proof",
+                                        buckets=BUCKETS_S, registry=r)
+        self.errors = Counter("sealtop_errors", "Error events, by where they arose", ["where"],
+                              registry=r)
+        for s in LIVE_STAGES:
+            self.gauges.set("sealtop_partitions", 0, s)
+        for o in OUTCOMES:
+            self.proofs.labels(o)
+
+    def handle(self, e: dict[str, Any]) -> None:
+        """Fold one event into the metrics (thread-safe; an event it does not know is counted)."""
+        kind = str(e.get("kind", ""))
+        with self._lock:
+            self.events_total.labels(kind).inc()
+            fn = _HANDLERS.get(kind)
+            if fn is not None:
+                fn(self, e)
+
+    __call__ = handle
+
+    # -- one method per event kind ---------------------------------------------------------
+
+    def _session_start(self, e: dict[str, Any]) -> None:
+        try:
+            wall = str(e.get("wall_start", "")).replace("Z", "+00:00")
+            self.gauges.set("sealtop_session_start_time_seconds",
+                            datetime.fromisoformat(wall).timestamp())
+        except ValueError:
+            pass
+        for g in e.get("gpus", []):
+            self.gauges.set("sealtop_gpu_info", 1, str(g.get("index")), str(g.get("name")))
+        cfg = e.get("config", {})
+        for name in ("partition_workers", "gpu_channel_capacity"):
+            if isinstance(cfg.get(name), int):
+                self.gauges.set("sealtop_knob_value", cfg[name], name)
+        self._set_budget(cfg.get("memory_budget"))
+
+    def _job_submitted(self, e: dict[str, Any]) -> None:
+        self.jobs_submitted.inc()
+
+    def _stage(self, e: dict[str, Any]) -> None:
+        key = (e["job"], e["partition"])
+        old, new = self._stage.get(key), e["stage"]
+        if old in LIVE_STAGES:
+            self.gauges.add("sealtop_partitions", -1, old)
+        if new in LIVE_STAGES:
+            self.gauges.add("sealtop_partitions", 1, new)
+            self._stage[key] = new
+        else:
+            self._stage.pop(key, None)
+        if new == "done":
+            self.partitions_done.inc()
+        elif new == ev.FAILED:
+            self.partition_failures.inc()
+        elif new == "cancelled" and e["job"] not in self._ended_jobs:
+            self._ended_jobs.add(e["job"])
+            self.proofs.labels("cancelled").inc()
+
+    def _partition_timings(self, e: dict[str, Any]) -> None:
+        ms = e.get("ms", {})
+        for phase, keys in PHASES.items():
+            vals = [ms[k] for k in keys if ms.get(k) is not None]
+            if vals:
+                self.phase.labels(phase).observe(sum(vals) / 1000.0)
+
+    def _proof_done(self, e: dict[str, Any]) -> None:
+        if e["job"] in self._ended_jobs:
+            return
+        self._ended_jobs.add(e["job"])
+        self.proofs.labels("verified" if e.get("verified") else "failed").inc()
+        self.proof_duration.observe(float(e.get("total_ms", 0.0)) / 1000.0)
+
+    def _sample(self, e: dict[str, Any]) -> None:
+        rss: dict[str, int] = dict.fromkeys(PROCESS_KINDS, 0)
+        count: dict[str, int] = dict.fromkeys(PROCESS_KINDS, 0)
+        for p in e.get("processes", []):
+            k = process_kind(str(p.get("role", "")))
+            rss[k] += int(p.get("rss_anon") or 0)
+            count[k] += 1
+        for k in PROCESS_KINDS:
+            self.gauges.set("sealtop_process_memory_bytes", rss[k], k)
+            self.gauges.set("sealtop_processes", count[k], k)
+        shm = int(e.get("shm_bytes") or 0)
+        self.gauges.set("sealtop_shared_memory_bytes", shm)
+        self.gauges.set("sealtop_memory_bytes", sum(rss.values()) + shm)
+        for g in e.get("gpus", []):
+            gpu = str(g.get("index"))
+            for field, (suffix, _, scale) in GPU_FIELDS.items():
+                v = g.get(field)
+                if v is None:
+                    self.gauges.drop(f"sealtop_gpu_{suffix}", gpu)
+                else:
+                    self.gauges.set(f"sealtop_gpu_{suffix}", float(v) * scale, gpu)
+
+    def _knob(self, e: dict[str, Any]) -> None:
+        name, new = str(e.get("name")), e.get("new")
+        if name == "memory_budget":
+            self._set_budget(new)
+        elif isinstance(new, bool):
+            self.gauges.set("sealtop_knob_value", 1 if new else 0, name)
+        elif isinstance(new, (int, float)):
+            self.gauges.set("sealtop_knob_value", new, name)
+
+    def _error(self, e: dict[str, Any]) -> None:
+        self.errors.labels(str(e.get("where", "unknown"))).inc()
+
+    def _set_budget(self, value: Any) -> None:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            self.gauges.set("sealtop_memory_budget_bytes", value)
+        else:
+            self.gauges.drop("sealtop_memory_budget_bytes")
+
+
+_HANDLERS: dict[str, Callable[[Exporter, dict[str, Any]], None]] = {
+    "session_start": Exporter._session_start,
+    "job_submitted": Exporter._job_submitted,
+    "stage": Exporter._stage,
+    "partition_timings": Exporter._partition_timings,
+    "proof_done": Exporter._proof_done,
+    "sample": Exporter._sample,
+    "knob": Exporter._knob,
+    "error": Exporter._error,
+}
+
+
+class AddressError(ValueError):
+    """A ``--metrics`` address that cannot be bound."""
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+_ADDR = re.compile(r"^(?:(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]*):)?(?P<port>[0-9]+)$")
+
+
+def parse_address(text: str, default_host: str = "127.0.0.1") -> Address:
+    """``HOST:PORT``, ``:PORT`` or ``PORT``; a missing host binds loopback only."""
+    m = _ADDR.match(text.strip())
+    if not m:
+        raise AddressError(f"--metrics: expected HOST:PORT or PORT, got {text!r}")
+    port = int(m.group("port"))
+    if not 0 <= port <= 65535:
+        raise AddressError(f"--metrics: port must be 0..65535, got {port}")
+    host = (m.group("host") or default_host).strip("[]")
+    return Address(host, port)
+
+
+class MetricsServer:
+    """/metrics over HTTP for one registry, in a daemon thread, until ``close``."""
+
+    def __init__(self, exporter: Exporter, address: Address) -> None:
+        try:
+            self._server, self._thread = start_http_server(
+                address.port, addr=address.host, registry=exporter.registry)
+        except OSError as exc:
+            raise AddressError(f"--metrics: cannot listen on {address}: {exc.strerror}") from None
+        self.address = Address(address.host, self._server.server_port)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.address.host}]" if ":" in self.address.host else self.address.host
+        return f"http://{host}:{self.address.port}/metrics"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
