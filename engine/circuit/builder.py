@@ -213,7 +213,7 @@ def _source_digest() -> str:
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for f in sorted(here.glob("*.py")) + sorted(here.glob("*.json")):
-        if f.name not in ("witness.py", "native.py", "check.py", "__init__.py"):
+        if f.name not in ("witness.py", "native.py", "poseidon_native.py", "check.py", "__init__.py"):
             h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 

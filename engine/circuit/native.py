@@ -10,40 +10,21 @@ from numba import njit, prange
 
 from engine.circuit.poseidon_params import ARITIES
 from engine.circuit.sha256 import sha256_field
-from engine.circuit.witness import poseidon_tables
+from engine.circuit.poseidon_native import permute, poseidon_tables
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
-from kernels.cpu.fr import FR_ZERO, fr_add, fr_load, fr_mul, fr_store
 
 
 @njit(cache=True, parallel=True)
 def _poseidon_batch(inp, out, arity, pool, meta):
     t = meta[arity, 0]
-    rf = meta[arity, 1]
-    rp = meta[arity, 2]
-    rc_off = meta[arity, 3]
-    mds_off = meta[arity, 4]
-    half = rf // 2
+    none = np.empty((0, 4), np.uint64)
     for n in prange(inp.shape[0]):
         s = np.empty((t, 4), np.uint64)
-        ns = np.empty((t, 4), np.uint64)
         s[0] = pool[meta[arity, 5]]
         for i in range(arity):
             s[1 + i] = inp[n, i]
-        for rnd in range(rf + rp):
-            for i in range(t):
-                fr_store(s, i, fr_add(fr_load(s, i), fr_load(pool, rc_off + rnd * t + i)))
-            nsb = t if (rnd < half or rnd >= half + rp) else 1
-            for i in range(nsb):
-                x = fr_load(s, i)
-                x2 = fr_mul(x, x)
-                fr_store(s, i, fr_mul(fr_mul(x2, x2), x))
-            for i in range(t):
-                acc = FR_ZERO
-                for j in range(t):
-                    acc = fr_add(acc, fr_mul(fr_load(pool, mds_off + i * t + j), fr_load(s, j)))
-                fr_store(ns, i, acc)
-            s[:] = ns
+        permute(s, arity, pool, meta, none, 0, False)
         out[n] = s[1]
 
 

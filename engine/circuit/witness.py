@@ -13,14 +13,13 @@ Two interpreters of the same program (template.py's opcodes):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numba
 import numpy as np
 from numba import njit, prange
 
 from engine.circuit.builder import CircuitShape, Stage
-from engine.circuit.poseidon_params import ARITIES, poseidon_params
+from engine.circuit.poseidon_native import permute, poseidon_tables
 from engine.circuit.template import (
     OP_ADDW,
     OP_AND,
@@ -75,22 +74,6 @@ def fill_inputs(
 
 
 # ---------------------------------------------------------------------------- numba interpreter
-
-
-@lru_cache(maxsize=1)
-def poseidon_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Montgomery constants of every arity in one pool, and meta[arity] = (t, R_F, R_P,
-    offset of the round constants, offset of the MDS matrix, offset of the domain tag)."""
-    pool: list[int] = []
-    meta = np.zeros((12, 6), np.int64)
-    for a in ARITIES:
-        p = poseidon_params(a)
-        meta[a] = (p.t, p.full_rounds, p.partial_rounds, len(pool), len(pool) + len(p.round_constants), 0)
-        pool += list(p.round_constants)
-        pool += [x for row in p.mds for x in row]
-        meta[a, 5] = len(pool)
-        pool.append(p.domain_tag)
-    return to_mont_fr(pool), meta
 
 
 @njit(cache=True, inline="always")
@@ -150,37 +133,11 @@ def _lin(z, args, start, n, consts, coff, inst, inflat, in_off, base, n_in, n_lo
 @njit(cache=True)
 def _poseidon(z, out, arity, args, a0, inst, inflat, in_off, base, n_in, n_loc, pool, meta):
     t = meta[arity, 0]
-    rf = meta[arity, 1]
-    rp = meta[arity, 2]
-    rc_off = meta[arity, 3]
-    mds_off = meta[arity, 4]
     s = np.empty((t, 4), np.uint64)
-    ns = np.empty((t, 4), np.uint64)
     s[0] = pool[meta[arity, 5]]
     for i in range(arity):
         s[1 + i] = z[_gidx(args[a0 + i], inst, inflat, in_off, base, n_in, n_loc)]
-    w = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
-    half = rf // 2
-    for rnd in range(rf + rp):
-        for i in range(t):
-            fr_store(s, i, fr_add(fr_load(s, i), fr_load(pool, rc_off + rnd * t + i)))
-        nsb = t if (rnd < half or rnd >= half + rp) else 1
-        for i in range(nsb):
-            x = fr_load(s, i)
-            x2 = fr_mul(x, x)
-            x4 = fr_mul(x2, x2)
-            x5 = fr_mul(x4, x)
-            fr_store(z, w, x2)
-            fr_store(z, w + 1, x4)
-            fr_store(z, w + 2, x5)
-            w += 3
-            fr_store(s, i, x5)
-        for i in range(t):
-            acc = FR_ZERO
-            for j in range(t):
-                acc = fr_add(acc, fr_mul(fr_load(pool, mds_off + i * t + j), fr_load(s, j)))
-            fr_store(ns, i, acc)
-        s[:] = ns
+    w = permute(s, arity, pool, meta, z, _gidx(out, inst, inflat, in_off, base, n_in, n_loc), True)
     z[w] = s[1]
 
 
