@@ -12,7 +12,7 @@ import copy
 from dataclasses import dataclass, field
 
 from app.state import DashboardState, apply
-from engine.events import Event
+from engine.stream.schema import Event
 
 SPEEDS = (1, 2, 4, 8, 16, 32, 64)
 CHECKPOINT_EVERY = 500  # events between saved states, for fast seeks backwards

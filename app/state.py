@@ -14,18 +14,28 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from engine.events import FAILED, KERNEL_KEYS, STAGES, TIMER_KEYS, Event
+from engine.stream.fold import (
+    ABC_BYTES_PER_CONSTRAINT,
+    Fold,
+    JobRecord,
+    PartitionRecord,
+    StageChange,
+)
+from engine.stream.schema import (
+    ALL_STAGES,
+    CANCELLED,
+    FAILED,
+    HOLDING_STAGES,
+    STAGES,
+    TIMER_KEYS,
+    Event,
+)
 
-# Stages in which a partition holds its a, b and c buffers (start of synthesis until release;
-# the GPU slot frees them when H is done, so finalizing holds none). Same set as engine/summary.
-HOLDING_STAGES = ("synthesizing", "waiting_gpu", "gpu", "deallocating")
-ALL_STAGES = STAGES + (FAILED,)
-# Bytes of the a, b and c evaluation vectors per constraint (three Fr elements of 32 bytes),
-# used for a partition's footprint until its partition_timings event reports bytes_held.
-ABC_BYTES_PER_CONSTRAINT = 3 * 32
+# The console's names for the fold's records (engine/stream/fold.py): one record type each,
+# shared with the headless summaries.
+PartitionState = PartitionRecord
+JobState = JobRecord
 
-# Knobs the console can change live (design.md "Live knobs"), in header order.
-LIVE_KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
 # Other config values worth showing beside them when present.
 SHOWN_CONFIG = ("gpu_slots_per_device", "permit_release", "dealloc", "backend", "preset")
 # Accepted spellings of the memory budget in a config.
@@ -34,93 +44,6 @@ BUDGET_KEYS = ("memory_budget", "memory_budget_bytes")
 HISTORY = 120  # points kept per sparkline: one per sample event
 LOG_LINES = 500  # event-log entries kept
 THROUGHPUT_WINDOW_S = 60.0  # proofs/min is measured over this trailing window
-
-
-@dataclass
-class PartitionState:
-    """One partition of one job: where it is, when it entered each stage, and its timers."""
-
-    job: int
-    index: int
-    constraints: int
-    stage: str = "queued"
-    worker: str = ""
-    entered: dict[str, float] = field(default_factory=dict)  # stage -> first entry time (s)
-    ms: dict[str, float] = field(default_factory=dict)  # TIMER_KEYS -> milliseconds
-    bytes_held: int | None = None
-    reason: str | None = None
-    attempts: int = 0  # times the partition (re)entered synthesis; > 1 means a retry
-
-    @property
-    def footprint(self) -> int:
-        """Bytes this partition's buffers take while it holds them."""
-        if self.bytes_held is not None:
-            return self.bytes_held
-        return self.constraints * ABC_BYTES_PER_CONSTRAINT
-
-    @property
-    def kernel_ms(self) -> float | None:
-        vals = [self.ms[k] for k in KERNEL_KEYS if k in self.ms]
-        return sum(vals) if vals else None
-
-
-@dataclass
-class JobState:
-    """One proof (a job of P partitions) as the proofs table and detail screen see it."""
-
-    job: int
-    preset: str
-    partitions: int
-    constraints: int
-    submitted: float
-    parts: dict[int, PartitionState] = field(default_factory=dict)
-    done_t: float | None = None
-    verified: bool | None = None  # None until proof_done
-    total_ms: float | None = None
-    proof_bytes: int = 0
-    failed: bool = False  # some partition ended in `failed` and was not retried
-    version: int = 0  # bumped on every change, so views redraw only the proofs that changed
-
-    @property
-    def status(self) -> str:
-        """A one-word status: done, failed, bad (verification failed) or the furthest stage."""
-        if self.verified is True:
-            return "done"
-        if self.verified is False:
-            return "bad"
-        if self.failed:
-            return "failed"
-        stages = [p.stage for p in self.parts.values()]
-        if not stages:
-            return "queued"
-        return min(stages, key=lambda s: ALL_STAGES.index(s) if s in ALL_STAGES else 0)
-
-    @property
-    def done_partitions(self) -> int:
-        return sum(1 for p in self.parts.values() if p.stage == "done")
-
-    def mean_ms(self, key: str) -> float | None:
-        """Mean over partitions of one timer (ms); None when no partition measured it.
-
-        The table shows per-partition means because partitions overlap: a sum would exceed the
-        proof's wall time and mislead.
-        """
-        vals = [p.ms[key] for p in self.parts.values() if key in p.ms]
-        return sum(vals) / len(vals) if vals else None
-
-    def mean_derived(self, name: str) -> float | None:
-        """Mean of a derived per-partition value: synth (witness+eval) or kernel (sum)."""
-        vals: list[float] = []
-        for p in self.parts.values():
-            if name == "synth":
-                parts = [p.ms[k] for k in ("witness", "eval") if k in p.ms]
-                if parts:
-                    vals.append(sum(parts))
-            elif name == "kernel":
-                k = p.kernel_ms
-                if k is not None:
-                    vals.append(k)
-        return sum(vals) / len(vals) if vals else None
 
 
 @dataclass
@@ -150,7 +73,12 @@ class LogEntry:
 
 @dataclass
 class DashboardState:
-    """Everything the dashboard renders, derived from events only."""
+    """Everything the dashboard renders, derived from events only.
+
+    Jobs, partitions, per-stage counts and proof counters are the stream's one fold
+    (:attr:`fold`, shared with the headless summaries); the rest is what only a dashboard keeps:
+    the latest sample, histories for sparklines, and the log.
+    """
 
     schema: int | None = None
     config: dict = field(default_factory=dict)
@@ -158,11 +86,12 @@ class DashboardState:
     wall_start: str = ""
     started: bool = False  # a session_start was seen
     t: float = 0.0  # time of the latest event
-    events: int = 0
+    events: int = 0  # the engine's events folded (console lines are counted apart)
+    console_lines: int = 0  # console events folded
     paused: bool = False
     stopped: bool = False
     knobs: dict[str, Any] = field(default_factory=dict)
-    jobs: dict[int, JobState] = field(default_factory=dict)
+    fold: Fold = field(default_factory=Fold)
     gpus: dict[int, GpuState] = field(default_factory=dict)
     processes: list[dict] = field(default_factory=list)
     shm_bytes: int = 0
@@ -170,15 +99,7 @@ class DashboardState:
     mem_peak: int = 0
     mem_peak_t: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
-    proofs_done: int = 0
-    proofs_bad: int = 0
-    partitions_done: int = 0
-    partitions_failed: int = 0
     errors: int = 0
-    done_times: list[float] = field(default_factory=list)
-    max_holding: int = 0  # exact maximum of partitions holding buffers, from stage events
-    counts: dict[str, int] = field(default_factory=lambda: {s: 0 for s in ALL_STAGES})
-    active: set[int] = field(default_factory=set)  # jobs with a partition not yet done/failed
     stage_hist: dict[str, deque] = field(
         default_factory=lambda: {s: deque(maxlen=HISTORY) for s in ALL_STAGES}
     )
@@ -190,6 +111,55 @@ class DashboardState:
     proc_hist: dict[str, deque] = field(default_factory=dict)  # role/pid label -> history
     throughput_hist: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
     log: deque = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+
+    # ---- the fold's records and counts ---------------------------------------------------
+
+    @property
+    def jobs(self) -> dict[int, JobRecord]:
+        return self.fold.jobs
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.fold.counts
+
+    @property
+    def active(self) -> set[int]:
+        """Jobs with a partition not yet done, failed or cancelled."""
+        return self.fold.active
+
+    @property
+    def done_times(self) -> list[float]:
+        return self.fold.done_times
+
+    @property
+    def proofs_done(self) -> int:
+        return self.fold.proofs_done
+
+    @property
+    def proofs_bad(self) -> int:
+        """Proofs that failed verification (not jobs whose partitions failed)."""
+        return self.fold.proofs_bad
+
+    @property
+    def proofs_cancelled(self) -> int:
+        return self.fold.proofs_cancelled
+
+    @property
+    def partitions_done(self) -> int:
+        return self.fold.partitions_done
+
+    @property
+    def partitions_failed(self) -> int:
+        return self.fold.partitions_failed
+
+    @property
+    def partitions_cancelled(self) -> int:
+        return self.fold.partitions_cancelled
+
+    @property
+    def max_holding(self) -> int:
+        """Exact maximum of partitions holding buffers, from stage events."""
+        return self.fold.max_holding
 
     # ---- derived views -------------------------------------------------------------------
 
@@ -229,7 +199,7 @@ class DashboardState:
 
     def holding(self) -> int:
         """Partitions holding a, b, c buffers now (start of synthesis until release)."""
-        return sum(self.counts[s] for s in HOLDING_STAGES)
+        return self.fold.holding()
 
     def throughput(self, window: float = THROUGHPUT_WINDOW_S) -> float:
         """Proofs per minute over the trailing window ending at the latest event time."""
@@ -274,6 +244,8 @@ class DashboardState:
             "proofs_bad": self.proofs_bad,
             "partitions_done": self.partitions_done,
             "partitions_failed": self.partitions_failed,
+            "partitions_cancelled": self.partitions_cancelled,
+            "proofs_cancelled": self.proofs_cancelled,
             "errors": self.errors,
             "stage_counts": self.stage_counts(),
             "mem_peak": self.mem_peak,
@@ -355,7 +327,10 @@ def apply(state: DashboardState, ev: Event) -> DashboardState:
     kind = ev.get("kind")
     t = float(ev.get("t", state.t) or 0.0)
     state.t = max(state.t, t)
-    state.events += 1
+    if kind == "console":
+        state.console_lines += 1
+    else:
+        state.events += 1
     try:
         handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
         if handler is None:
@@ -392,96 +367,50 @@ def _session_start(state: DashboardState, ev: Event, t: float) -> None:
 
 
 def _job_submitted(state: DashboardState, ev: Event, t: float) -> None:
-    job = int(ev["job"])
-    n = int(ev["partitions"])
-    constraints = int(ev.get("constraints", 0))
-    js = JobState(job, str(ev.get("preset", "")), n, constraints, submitted=t)
-    old = state.jobs.get(job)
-    if old is not None:  # a resubmitted id replaces the old job; keep counts consistent
-        for p in old.parts.values():
-            state.counts[p.stage] -= 1
-    for i in range(n):
-        js.parts[i] = PartitionState(job, i, constraints, entered={"queued": t})
-    state.counts["queued"] += n
-    state.jobs[job] = js
-    if n:
-        state.active.add(job)
-    _log(state, t, "info", f"job {job} submitted: {js.preset}, {n} partitions × {constraints:,}")
+    js = state.fold.apply(ev)
+    assert isinstance(js, JobRecord)
+    _log(state, t, "info",
+         f"job {js.job} submitted: {js.preset}, {js.partitions} partitions × {js.constraints:,}")
 
 
 def _stage(state: DashboardState, ev: Event, t: float) -> None:
-    job = state.jobs.get(int(ev["job"]))
-    if job is None:
-        raise ValueError(f"stage for unknown job {ev['job']}")
-    idx = int(ev["partition"])
-    p = job.parts.get(idx)
-    if p is None:
-        p = job.parts[idx] = PartitionState(job.job, idx, job.constraints)
-        state.counts["queued"] += 1
-    new = str(ev["stage"])
-    if new not in ALL_STAGES:
-        raise ValueError(f"unknown stage {new!r}")
-    old = p.stage
-    if new == "synthesizing":
-        p.attempts += 1
-        if p.attempts > 1:
-            # A retry: the stage history starts over from this synthesis.
-            p.entered = {k: v for k, v in p.entered.items() if k == "queued"}
-            p.reason = None
-            if old == FAILED:
-                state.partitions_failed -= 1
-                job.failed = any(q.stage == FAILED for q in job.parts.values() if q is not p)
-            _log(state, t, "warn", f"job {job.job} p{idx} retried (attempt {p.attempts})")
-    p.stage = new
-    job.version += 1
-    state.counts[old] -= 1
-    state.counts[new] += 1
-    if all(q.stage in ("done", FAILED) for q in job.parts.values()):
-        state.active.discard(job.job)
-    else:
-        state.active.add(job.job)
-    p.worker = str(ev.get("worker", ""))
-    p.entered.setdefault(new, t)
-    if new == "done" and old != "done":
-        state.partitions_done += 1
-    elif new == FAILED and old != FAILED:
-        state.partitions_failed += 1
-        p.reason = ev.get("reason")
-        job.failed = True
-        _log(state, t, "error", f"job {job.job} p{idx} failed on {p.worker}: {p.reason or '?'}")
-    state.max_holding = max(state.max_holding, state.holding())
+    ch = state.fold.apply(ev)
+    assert isinstance(ch, StageChange)
+    job, p = ch.job, ch.part
+    if ch.retried:
+        _log(state, t, "warn", f"job {job.job} p{p.index} retried (attempt {p.attempts})")
+    if ch.new == FAILED and ch.old != FAILED:
+        _log(state, t, "error", f"job {job.job} p{p.index} failed on {p.worker}: {p.reason or '?'}")
+    elif ch.new == CANCELLED and ch.old != CANCELLED:
+        if job.job not in state.active and job.outcome == "cancelled":
+            _log(state, t, "warn", f"job {job.job} cancelled, never proven"
+                 + (f" ({p.reason})" if p.reason else ""))
 
 
 def _partition_timings(state: DashboardState, ev: Event, t: float) -> None:
-    job = state.jobs.get(int(ev["job"]))
-    if job is None:
-        raise ValueError(f"timings for unknown job {ev['job']}")
-    idx = int(ev["partition"])
-    p = job.parts.get(idx)
-    if p is None:
-        raise ValueError(f"timings for unknown partition {job.job}/{idx}")
-    p.ms.update({k: float(v) for k, v in (ev.get("ms") or {}).items() if v is not None})
-    job.version += 1
-    if ev.get("bytes_held") is not None:
-        p.bytes_held = int(ev["bytes_held"])
+    state.fold.apply(ev)
 
 
 def _proof_done(state: DashboardState, ev: Event, t: float) -> None:
-    job = state.jobs.get(int(ev["job"]))
-    if job is None:
-        raise ValueError(f"proof for unknown job {ev['job']}")
-    job.done_t = t
-    job.version += 1
-    job.verified = bool(ev["verified"])
-    job.total_ms = float(ev["total_ms"]) if ev.get("total_ms") is not None else None
-    job.proof_bytes = len(str(ev.get("proof") or "")) // 2
-    state.proofs_done += 1
-    state.done_times.append(t)
+    job = state.fold.apply(ev)
+    assert isinstance(job, JobRecord)
     if job.verified:
         _log(state, t, "info", f"job {job.job} proved ✓ in {fmt_ms(job.total_ms)} ms")
+    elif job.failed:
+        _log(state, t, "error", f"job {job.job} failed ✗: {job.reason}")
+    elif job.cancelled:
+        _log(state, t, "warn", f"job {job.job} cancelled, never proven")
     else:
-        state.proofs_bad += 1
         _log(state, t, "error", f"job {job.job} proof FAILED verification ✗")
+
+
+def _console(state: DashboardState, ev: Event, t: float) -> None:
+    """A console-side line (an operator's action, its outcome, a notice) as the stream
+    recorded it, so a replay shows it where the live console did."""
+    level = str(ev["level"])
+    _log(state, t, level, str(ev["text"]))
+    if ev.get("engine_state") == "stopped":
+        state.stopped = True
 
 
 def _sample(state: DashboardState, ev: Event, t: float) -> None:
@@ -563,6 +492,7 @@ _HANDLERS = {
     "sample": _sample,
     "knob": _knob,
     "error": _error,
+    "console": _console,
 }
 
 

@@ -58,22 +58,24 @@ def test_round_trip_exact(tmp_path, name):
     assert len(lines) == len(evs) + 1 and json.loads(lines[0])["format"] == FORMAT
 
 
-def test_unfinished_recording_never_replaces_a_good_file(tmp_path):
+def test_a_recording_in_progress_is_a_readable_session_at_its_path(tmp_path):
+    """The recorder writes at its target from the start (no hidden temporary file): while it
+    runs, and after a crash that skips close(), the path holds a readable prefix of the events;
+    no other file is ever created beside it."""
     path = tmp_path / "s.jsonl"
     with SessionRecorder(path) as rec:
         rec.write(sample_events()[0])
-    good = path.read_bytes()
-    rec = SessionRecorder(path)
+    assert read_session(path) == sample_events()[:1]
+    rec = SessionRecorder(path)  # a new recording replaces the old file when it begins
     rec.write(sample_events()[1])
-    rec.flush()
-    assert path.read_bytes() == good  # in progress: the old file is intact
+    assert read_session(path) == sample_events()[1:2]  # in progress: already readable
     with pytest.raises(RuntimeError):
         with SessionRecorder(path) as rec2:
             rec2.write(sample_events()[1])
+            rec2.write(sample_events()[2])
             raise RuntimeError("crash mid-recording")
-    assert path.read_bytes() == good
+    assert read_session(path) == sample_events()[1:3]  # what was written before the crash
     rec.abort()
-    assert path.read_bytes() == good
     assert [p.name for p in tmp_path.iterdir()] == ["s.jsonl"]  # no temp files left
 
 

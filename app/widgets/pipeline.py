@@ -18,6 +18,7 @@ LABELS = {
     "deallocating": "dealloc",
     "done": "done",
     "failed": "failed",
+    "cancelled": "cancel",
 }
 
 
@@ -42,6 +43,8 @@ class PipelineStrip(StatePanel):
         for s in ALL_STAGES:
             if s in ("done",):
                 continue
+            if s == "cancelled" and not counts.get(s) and not any(state.stage_hist.get(s, ())):
+                continue  # shown once a stop has cancelled something
             style = pal.stage_style(s)
             n = counts.get(s, 0)
             b = held.get(s) if s in HOLDING_STAGES else None

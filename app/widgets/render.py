@@ -24,6 +24,7 @@ STAGE_GLYPH = {
     "deallocating": "▁",
     "done": " ",
     "failed": "✗",
+    "cancelled": "⊘",
 }
 
 
