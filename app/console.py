@@ -1,9 +1,12 @@
 """The Textual application: one app for live, replay and compare modes.
 
-- live: a thread worker builds the embedded Engine (slow the first time: JIT and keys), then
-  reads its subscribe() queue and posts batches of events as messages; the reducer folds them
-  into the state on the UI thread. Tuning keys call the Engine API; the engine confirms each
-  change with a `knob` event, which is what the log shows.
+- live: a thread worker builds the embedded Engine (slow the first time: JIT and keys) and
+  puts one tap (engine/stream/tap.py) on its subscribe() queue: the recorder and the console's
+  bridge are its sinks, the bridge posts batches of events as messages, and the reducer folds
+  them into the state on the UI thread. The console's own log lines (actions, their outcome,
+  notices) are `console` events published into the same tap, so they are recorded and a replay
+  shows them. Tuning keys call the Engine API; the engine confirms each change with a `knob`
+  event, which is what the log shows.
 - replay: a ReplayController feeds the same reducer from a recorded session at ×1..×64.
 - compare: two sessions reduced to their final states, side by side.
 
@@ -13,7 +16,6 @@ drive the console's CPU use.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from typing import Any, Callable, Iterable
@@ -24,11 +26,11 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.worker import get_current_worker
 
 from app.replay import ReplayController
 from app.session_io import Session
-from app.state import DashboardState, LogEntry, apply, budget_bytes, fmt_bytes, reduce
+from app.state import DashboardState, apply, budget_bytes, fmt_bytes, reduce
+from engine.stream.schema import console as console_line
 from app.widgets.header import HeaderContext
 from app.widgets.render import Palette
 from themes import DEFAULT_THEME, THEME_NAMES, THEMES
@@ -128,6 +130,8 @@ class SealtopApp(App):
         self._submitted = 0
         self._submitting = 0
         self._recorder: Any = None
+        self._tap: Any = None  # the live stream's tap, while the engine runs
+        self._tap_lock = threading.Lock()
         self.session = session
         self.sessions = sessions
         self.controller: ReplayController | None = None
@@ -212,19 +216,31 @@ class SealtopApp(App):
                 eng.stop(drain=False)
             except Exception:  # noqa: BLE001 - quitting must not fail
                 pass
-        if self._recorder is not None:
-            try:
-                self._recorder.close()
-            except Exception:  # noqa: BLE001
-                pass
-            self._recorder = None
+        self._end_stream("console closed; engine stopped")
+
+    def _end_stream(self, text: str) -> bool:
+        """Close the live stream: its last event is the console line saying the engine stopped;
+        the tap delivers everything before it, and the recorder is synced and closed. True if a
+        stream was open."""
+        with self._tap_lock:
+            tap, self._tap = self._tap, None
+        if tap is None:
+            return False
+        tap.publish(lambda t: console_line(t, "warn", text, engine_state="stopped"))
+        try:
+            tap.close(timeout=30)
+        except Exception:  # noqa: BLE001 - quitting must not fail
+            pass
+        return True
 
     # ---- the engine bridge (thread worker) ------------------------------------------------
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def run_engine(self) -> None:
-        """Build and start the engine, then pump its event queue into messages."""
-        worker = get_current_worker()
+        """Build the engine, put the tap on its stream (recorder, console bridge), start both."""
+        from engine.stream.recorder import RecordingError, SessionRecorder
+        from engine.stream.tap import Tap
+
         self._bridge_tid = threading.get_native_id()  # for the console CPU benchmark
         try:
             engine = self.engine_factory()  # type: ignore[misc]
@@ -233,50 +249,45 @@ class SealtopApp(App):
                     EngineStatus(line.strip(), "info", state="preparing"))
             q = engine.subscribe()
             self._engine_queue = q
-            engine.start()
         except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
             self.post_message(EngineStatus(f"engine failed to start: {exc}", "error", state="unavailable"))
             return
+        tap = Tap(q, on_error=self._sink_failed, name="sealtop-console-tap")
         recorder = None
         if self.record:
             try:
-                from engine.session import SessionRecorder
-
                 recorder = SessionRecorder(self.record)
-            except Exception as exc:  # noqa: BLE001
-                self.post_message(EngineStatus(f"cannot record to {self.record}: {exc}", "error"))
+            except RecordingError as exc:
+                self.post_message(EngineStatus(str(exc), "error"))
+            else:
+                tap.add("recorder", lambda b: [recorder.write(e) for e in b], essential=True,
+                        idle=recorder.tick, close=recorder.close)
         self._recorder = recorder
+        # The bridge never blocks (posting a message only queues it) and must see every event,
+        # or the dashboard would differ from the recording.
+        tap.add("console", lambda b: self.post_message(EngineEvents(b)), essential=True)
+        with self._tap_lock:
+            self._tap = tap.start()
+        try:
+            engine.start()
+        except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
+            self._end_stream(f"engine failed to start: {exc}")
+            self.post_message(EngineStatus("", state="unavailable"))
+            return
         self.post_message(EngineStatus("engine started", engine=engine, state="running"))
-        while not worker.is_cancelled:
-            try:
-                ev = q.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            batch = [ev]
-            try:
-                while len(batch) < 2000:
-                    batch.append(q.get_nowait())
-            except queue.Empty:
-                pass
-            stop = any(e is None for e in batch)
-            batch = [e for e in batch if isinstance(e, dict)]
-            if recorder is not None:
-                try:
-                    for e in batch:
-                        recorder.write(e)
-                except (ValueError, OSError) as exc:  # closed at exit, or the disk failed
-                    recorder = None
-                    self.post_message(EngineStatus(f"recording stopped: {exc}", "warn"))
-            if batch:
-                self.post_message(EngineEvents(batch))
-            if stop:
-                self.post_message(EngineStatus("engine stopped", "warn", state="stopped"))
-                return
+
+    def _sink_failed(self, sink: Any, exc: BaseException) -> None:
+        """A tap sink stopped (the recording failed: disk full, I/O error); the console goes on."""
+        if sink.name == "recorder":
+            self._recorder = None
+            self.post_message(EngineStatus(f"{sink.error}; the console goes on without it", "error"))
+        else:
+            self.post_message(EngineStatus(f"{sink.name} stopped: {sink.error}", "warn"))
 
     @work(thread=True, group="engine-stop", exit_on_error=False)
     def stop_engine(self, drain: bool = True) -> None:
-        """Stop the engine off the UI thread; the bridge then delivers every event the engine
-        emitted before it stopped (a None marks the end of its queue) and ends."""
+        """Stop the engine off the UI thread; the tap then delivers every event the engine
+        emitted before it stopped, ends with the console's "engine stopped" line and closes."""
         eng = self.engine
         if eng is None:
             return
@@ -284,9 +295,8 @@ class SealtopApp(App):
             eng.stop(drain=drain)
         except Exception as exc:  # noqa: BLE001
             self.post_message(EngineStatus(f"engine stop failed: {exc}", "error"))
-        q = getattr(self, "_engine_queue", None)
-        if q is not None:
-            q.put(None)
+        self._end_stream("engine stopped")
+        self.post_message(EngineStatus("", state="stopped"))
 
     @on(EngineEvents)
     def _on_engine_events(self, message: EngineEvents) -> None:
@@ -303,19 +313,26 @@ class SealtopApp(App):
             self.notice = "" if self._live.started else "engine started; waiting for its first events…"
             self._feed()
         if message.state == "unavailable":
-            self.notice = message.text
+            self.notice = message.text or self.notice
             self._engine_failed = True
         if message.state == "preparing" and not self._live.started:
             self.notice = f"preparing: {message.text}"
         if message.state == "stopped":
-            self._live.stopped = True
-            self.engine = None
-        self._local_log(message.level, message.text)
+            self.engine = None  # the stream's last line already said so (see _end_stream)
+        if message.text:
+            self._local_log(message.level, message.text)
         self.screen.refresh_bindings()  # tuning keys become available (or not)
 
     def _local_log(self, level: str, text: str) -> None:
-        """A console-side log line (actions and their outcome) beside the engine's events."""
-        self.state.log.append(LogEntry(self.state.t, level, text))
+        """A console-side log line (an action and its outcome, a notice). While the live stream
+        runs it is a `console` event of that stream (recorded, replayed, seekable); without one
+        (no engine, or a replay's own notices) it is folded into the shown state directly."""
+        with self._tap_lock:
+            tap = self._tap
+        if tap is not None:
+            tap.publish(lambda t: console_line(t, level, text))
+        else:
+            apply(self.state, console_line(self.state.t, level, text))
         self._dirty = True
 
     # ---- refresh --------------------------------------------------------------------------

@@ -5,7 +5,9 @@ arguments. Every table printed here comes from engine.summary over the event str
 run and the replay of its recorded session print the same thing.
 
 Exit codes: 0 every proof verified; 1 a proof failed verification or a partition failed;
-2 bad input (config, session file, preset), printed as one line on stderr; 130 interrupted.
+2 bad input (config, session file, preset, record target), printed as one line on stderr;
+3 the recording failed mid-run (the run still finished and printed its summary);
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,55 +24,103 @@ from typing import Any, TextIO
 
 from engine.atomic import atomic_write
 from engine.config import ConfigError, EngineConfig, load_config
-from engine.session import SessionError, SessionRecorder, load_session
-from engine.summary import partitions, render_all, run_summary
+from engine.stream.fold import Fold, JobRecord, StageChange
+from engine.stream.reader import SessionError, read_recording
+from engine.stream.recorder import RecordingError, SessionRecorder, check_target
+from engine.stream.schema import CANCELLED
+from engine.stream.summary import partitions, render_all, run_summary
+from engine.stream.tap import SinkStats, Tap
 
 
-class _Collector:
-    """Drains an engine's event queue into a list (and a session file), printing progress."""
+class _Progress:
+    """The headless progress lines, from the stream's fold: one line per finished job (verified,
+    failed with its reason, or failed verification), each engine error, and at the end one line
+    for the jobs a stop cancelled (never proven, never counted as failed)."""
 
-    def __init__(self, q: queue.Queue, recorder: SessionRecorder | None, progress: TextIO | None):
-        self.q = q
-        self.recorder = recorder
-        self.progress = progress
-        self.events: list[dict] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="sealtop-collector", daemon=True)
-        self._thread.start()
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.fold = Fold()
+        self.cancelled: list[int] = []
 
-    def _take(self, ev: dict) -> None:
-        self.events.append(ev)
-        if self.recorder is not None:
-            self.recorder.write(ev)
-        if self.progress is not None:
-            if ev["kind"] == "proof_done":
-                state = "verified" if ev["verified"] else "NOT VERIFIED"
-                print(
-                    f"[{ev['t']:8.2f}s] job {ev['job']} done in {ev['total_ms'] / 1000:.2f} s: "
-                    f"{state}",
-                    file=self.progress,
-                    flush=True,
-                )
-            elif ev["kind"] == "error":
-                print(f"[{ev['t']:8.2f}s] {ev['where']}: {ev['message']}", file=self.progress,
-                      flush=True)
+    def _line(self, t: float, text: str) -> None:
+        print(f"[{t:8.2f}s] {text}", file=self.out, flush=True)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def take(self, batch: list[dict]) -> None:
+        for ev in batch:
             try:
-                self._take(self.q.get(timeout=0.1))
-            except queue.Empty:
+                rec = self.fold.apply(ev)
+            except (KeyError, TypeError, ValueError):
                 continue
+            kind = ev["kind"]
+            if kind == "proof_done" and isinstance(rec, JobRecord):
+                took = f"done in {ev['total_ms'] / 1000:.2f} s"
+                if rec.outcome == "verified":
+                    self._line(ev["t"], f"job {rec.job} {took}: verified")
+                elif rec.failed:
+                    self._line(ev["t"], f"job {rec.job} failed: {rec.reason}")
+                elif rec.outcome == "failed":
+                    self._line(ev["t"], f"job {rec.job} {took}: FAILED verification")
+            elif kind == "stage" and isinstance(rec, StageChange) and rec.new == CANCELLED:
+                job = rec.job
+                if job.job not in self.fold.active and job.outcome == "cancelled":
+                    self.cancelled.append(job.job)
+            elif kind == "error":
+                self._line(ev["t"], f"{ev['where']}: {ev['message']}")
+
+    def close(self) -> None:
+        if self.cancelled:
+            print(f"{len(self.cancelled)} job(s) cancelled, never proven: "
+                  f"{_id_ranges(self.cancelled)}", file=self.out, flush=True)
+
+
+def _id_ranges(ids: list[int]) -> str:
+    """3, 4, 5, 9 -> '3-5, 9'."""
+    out: list[str] = []
+    for i in sorted(set(ids)):
+        if out and out[-1].split("-")[-1] == str(i - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
+class _Sinks:
+    """The headless run's tap: every event into a list (the summaries) and, when asked, a
+    session file and the progress lines. A recording that fails is said in one line and the run
+    goes on; ``record_failed`` tells the exit status."""
+
+    def __init__(self, q: queue.Queue, recorder: SessionRecorder | None,
+                 progress: TextIO | None) -> None:
+        self.events: list[dict] = []
+        self.recorder = recorder
+        self.record_failed = False
+        self.tap = Tap(q, on_error=self._sink_failed)
+        self.tap.add("events", self.events.extend, essential=True)
+        if recorder is not None:
+            self.tap.add("recorder", lambda b: [recorder.write(e) for e in b], essential=True,
+                         idle=recorder.tick, close=recorder.close)
+        if progress is not None:
+            p = _Progress(progress)
+            self.tap.add("progress", p.take, capacity=100_000, close=p.close)
+        self.tap.start()
+
+    def _sink_failed(self, sink: SinkStats, exc: BaseException) -> None:
+        if sink.name == "recorder":
+            self.record_failed = True
+            _say(f"error: {sink.error}; the run goes on without its recording")
+        else:
+            _say(f"warning: the {sink.name} output stopped: {sink.error}")
 
     def finish(self) -> list[dict]:
-        self._stop.set()
-        self._thread.join()
-        while True:
-            try:
-                self._take(self.q.get_nowait())
-            except queue.Empty:
-                break
+        """Deliver what is left, close the sinks (the recorder is synced and closed)."""
+        self.tap.close()
+        if self.recorder is not None and self.recorder.error is not None and not self.record_failed:
+            self.record_failed = True
+            _say(f"error: {self.recorder.error}; the run goes on without its recording")
         return self.events
+
+    def abort(self) -> None:
+        self.finish()
 
 
 def _say(msg: str) -> None:
@@ -91,8 +141,10 @@ def run_engine(
         _say("error: --jobs must be at least 1")
         return 2, []
     try:
+        if record is not None:
+            check_target(record)
         resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
-    except PresetError as exc:
+    except (PresetError, RecordingError) as exc:
         _say(f"error: {exc}")
         return 2, []
     say = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
@@ -101,8 +153,12 @@ def run_engine(
     except EngineError as exc:
         _say(f"error: {exc}")
         return 2, []
-    recorder = SessionRecorder(record) if record is not None else None
-    col = _Collector(eng.subscribe(), recorder, progress)
+    try:
+        recorder = SessionRecorder(record) if record is not None else None
+    except RecordingError as exc:
+        _say(f"error: {exc}")
+        return 2, []
+    col = _Sinks(eng.subscribe(), recorder, progress)
     interrupted = False
     try:
         eng.start()
@@ -121,21 +177,16 @@ def run_engine(
     except (ValueError, EngineError) as exc:
         _say(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         eng.stop(drain=False)
-        events = col.finish()
-        if recorder is not None:
-            recorder.close()
-        return 2, events
+        return 2, col.finish()
     except BaseException:
         eng.stop(drain=False)
-        col.finish()
-        if recorder is not None:
-            recorder.abort()
+        col.abort()
         raise
     events = col.finish()
-    if recorder is not None:
-        recorder.close()
     if interrupted:
         return 130, events
+    if col.record_failed:
+        return 3, events
     done = [e for e in events if e["kind"] == "proof_done"]
     ok = len(done) == jobs and all(e["verified"] for e in done)
     return (0 if ok else 1), events
@@ -152,7 +203,7 @@ def run_headless(config_path: str, jobs: int, record: str | None = None) -> int:
     code, events = run_engine(cfg, jobs, record)
     if events:
         print(render_all(events))
-    if record is not None and code != 2:
+    if record is not None and code not in (2, 3):
         _say(f"session recorded to {record}")
     return code
 
@@ -160,11 +211,13 @@ def run_headless(config_path: str, jobs: int, record: str | None = None) -> int:
 def replay_summary(path: str) -> int:
     """`sealtop replay FILE --summary`: the same table and counters as the live run printed."""
     try:
-        _header, events = load_session(path)
+        rec = read_recording(path)
     except SessionError as exc:
         _say(f"error: {exc}")
         return 2
-    print(render_all(events))
+    for line in rec.warnings:
+        _say(line)
+    print(render_all(rec.events))
     return 0
 
 
