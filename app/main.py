@@ -11,15 +11,41 @@ from __future__ import annotations
 import argparse
 import sys
 
-CONSOLE_VERBS = ("replay", "compare")
+CONSOLE_VERBS = ("replay", "compare", "attach", "serve")
 EPILOG = (
     "headless verbs (see `sealtop VERB --help`): setup, prove, verify, export, run, bench, "
     "replay FILE --summary"
 )
 
 
+REFRESH_RANGE_S = (0.05, 60.0)
+
+
+def refresh_seconds(text: str) -> float:
+    """--refresh: seconds between redraws, a number in REFRESH_RANGE_S (0 would divide by
+    zero, a negative value would stop the timer)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds as a number, got {text!r}") from None
+    lo, hi = REFRESH_RANGE_S
+    if math.isnan(value) or not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"must be between {lo:g} and {hi:g} seconds, got {text}")
+    return value
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad console arguments: one line and exit 2, like the headless verbs."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _OneLineParser(
         prog="sealtop",
         description="Operator console for the sealtop Groth16 sealing engine.",
         epilog=EPILOG,
@@ -29,26 +55,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--record", metavar="FILE", help="record the live session to FILE")
     p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"),
                    help="start with this theme (t switches live)")
-    p.add_argument("--refresh", type=float, default=1.0, metavar="S",
-                   help="refresh interval in seconds (default 1; r cycles live)")
+    p.add_argument("--refresh", type=refresh_seconds, default=1.0, metavar="S",
+                   help="refresh interval in seconds, 0.05 to 60 (default 1; r cycles live)")
     p.add_argument("--no-autosubmit", action="store_true",
                    help="do not keep jobs flowing; submit with n")
     return p
 
 
 def _replay_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sealtop replay", description="Replay a recorded session.")
+    p = _OneLineParser(prog="sealtop replay", description="Replay a recorded session.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--summary", action="store_true", help="print the summary (headless)")
     p.add_argument("--speed", type=int, default=1, choices=(1, 2, 4, 8, 16, 32, 64))
     p.add_argument("--paused", action="store_true", help="open at the end, paused")
     p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"))
-    p.add_argument("--refresh", type=float, default=0.25, metavar="S")
+    p.add_argument("--refresh", type=refresh_seconds, default=0.25, metavar="S")
     return p
 
 
 def _compare_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sealtop compare", description="Two sessions side by side.")
+    p = _OneLineParser(prog="sealtop compare", description="Two sessions side by side.")
     p.add_argument("a", metavar="FILE_A")
     p.add_argument("b", metavar="FILE_B")
     p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"))
@@ -61,7 +87,7 @@ def is_console(argv: list[str]) -> bool:
         return True
     if argv[0] == "replay":
         return "--summary" not in argv
-    return argv[0] == "compare"
+    return argv[0] in ("compare", "attach", "serve")
 
 
 def _cli(argv: list[str]) -> int:
@@ -96,6 +122,10 @@ def build_app(argv: list[str]):
     from app.console import SealtopApp
     from app.session_io import SessionError, load_session
 
+    if argv and argv[0] == "attach":
+        from app.serve import build_attach_app
+
+        return build_attach_app(argv[1:])
     if argv and argv[0] == "replay":
         a = _replay_parser().parse_args(argv[1:])
         try:
@@ -146,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         return _fail("the console needs Textual (pip install textual); "
                      "headless verbs run without it: python -m engine VERB", 1)
+    if argv and argv[0] == "serve":
+        from app.serve import serve
+
+        return serve(argv[1:])
     try:
         app = build_app(argv)
     except ValueError as exc:

@@ -460,17 +460,27 @@ def _add_bench_pipeline(bsub) -> None:
 
 
 def _overrides(pairs: Sequence[str]) -> dict:
+    """``--set KEY=VALUE`` pairs as checked settings: VALUE is read as TOML (a bare word such
+    as cpu or synthesized as a string) and goes through the config file's own check
+    (engine.config.validate), so a bad value is one line here, before any work."""
     import tomllib
+
+    from engine.config import validate
 
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise CliError(f"--set needs KEY=VALUE, got {pair!r}")
         try:
-            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+            parsed = tomllib.loads(f"v = {value}")["v"]
         except tomllib.TOMLDecodeError:
-            out[key.strip()] = value  # a bare word such as cpu or synthesized
+            parsed = value.strip()  # a bare word such as cpu or synthesized
+        try:
+            out[key] = validate(key, parsed)
+        except ValueError as exc:
+            raise CliError(f"--set {exc}") from None
     return out
 
 

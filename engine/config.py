@@ -3,14 +3,19 @@
 A config has four tables (every key optional; the defaults suit a CPU-only laptop):
 
     [engine]     backend, devices, partition_workers, gpu_channel_capacity,
-                 gpu_slots_per_device, memory_budget, permit_release, dealloc, b_g2
-    [paths]      param_cache, session_dir
+                 gpu_slots_per_device, memory_budget, permit_release, dealloc, b_g2,
+                 stall_after_s, stall_action
+    [paths]      param_cache, session_dir, damaged_key
     [telemetry]  sample_interval_s
     [jobs]       preset, partitions, seed
 
 Unknown tables and keys are errors too: a misspelt knob silently falling back to its default is
 the kind of mistake an operator cannot see. Every error is a :class:`ConfigError` whose message
 is one line of the form ``FILE:LINE: table.key: what is wrong``.
+
+Every way a value enters (this file, ``bench pipeline --set``, the console's prompts through
+``Engine.set_knob``, a config built in code and handed to the Engine) goes through the same
+per-key check, :func:`validate`; :func:`validate_config` runs it on every field of a config.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ BACKENDS = ("auto", "cpu", "cuda")
 PERMIT_RELEASE = ("delivered", "synthesized")
 DEALLOC = ("async", "sync")
 B_G2 = ("auto", "cpu", "gpu")  # auto: where the MSMs run (on an H200, GPU B2 is 18 ms at 2^20)
+STALL_ACTIONS = ("report", "retry")  # retry: kill the stalled worker, the partition runs elsewhere
+DAMAGED_KEY = ("refuse", "regenerate")  # a cached key that fails its checksum
 
 _UNITS = {
     "": 1,
@@ -96,8 +103,13 @@ class EngineConfig:
     permit_release: str = "delivered"
     dealloc: str = "async"
     b_g2: str = "auto"
+    # a partition whose worker's CPU time has not moved for this long (or that is stopped) is
+    # reported as stalled; 0 turns the check off
+    stall_after_s: float = 120.0
+    stall_action: str = "report"
     param_cache: str = "~/.cache/sealtop/params"
     session_dir: str = "~/.local/share/sealtop/sessions"
+    damaged_key: str = "refuse"  # regenerate: run setup again over a key that fails its checksum
     sample_interval_s: float = 0.5
     preset: str = "chain-64"
     partitions: int = 2
@@ -128,8 +140,10 @@ _LAYOUT: dict[str, tuple[str, ...]] = {
         "permit_release",
         "dealloc",
         "b_g2",
+        "stall_after_s",
+        "stall_action",
     ),
-    "paths": ("param_cache", "session_dir"),
+    "paths": ("param_cache", "session_dir", "damaged_key"),
     "telemetry": ("sample_interval_s",),
     "jobs": ("preset", "partitions", "seed"),
 }
@@ -168,12 +182,23 @@ def _devices(value: Any) -> list[int]:
     return out
 
 
-def _interval(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"expected seconds as a number, got {value!r}")
-    if not 0.01 <= float(value) <= 3600:
-        raise ValueError(f"must be between 0.01 and 3600 seconds, got {value}")
-    return float(value)
+def _seconds(lo: float, hi: float, off: bool = False):
+    """Seconds as a number in [lo, hi] (NaN and infinities refused); with ``off``, 0 too."""
+
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected seconds as a number, got {value!r}")
+        if off and value == 0:
+            return 0.0
+        if not lo <= float(value) <= hi:
+            extra = " (or 0 for off)" if off else ""
+            raise ValueError(f"must be between {lo:g} and {hi:g} seconds{extra}, got {value}")
+        return float(value)
+
+    return check
+
+
+_interval = _seconds(0.01, 3600)
 
 
 _CHECKS: dict[str, Any] = {
@@ -186,8 +211,11 @@ _CHECKS: dict[str, Any] = {
     "permit_release": _choice(PERMIT_RELEASE),
     "dealloc": _choice(DEALLOC),
     "b_g2": _choice(B_G2),
+    "stall_after_s": _seconds(1, 86400, off=True),
+    "stall_action": _choice(STALL_ACTIONS),
     "param_cache": _str,
     "session_dir": _str,
+    "damaged_key": _choice(DAMAGED_KEY),
     "sample_interval_s": _interval,
     "preset": _str,
     "partitions": lambda v: _int(v, 1, 1024),
@@ -195,11 +223,37 @@ _CHECKS: dict[str, Any] = {
 }
 
 
+KEYS: tuple[str, ...] = tuple(_CHECKS)
+
+
+def validate(key: str, value: Any) -> Any:
+    """The one check of a setting's value, wherever it comes from; returns the value in its
+    stored form (a size string becomes bytes). ValueError with one line naming the key."""
+    if key not in _CHECKS:
+        raise ValueError(f"unknown setting {key!r} (settings: {', '.join(KEYS)})")
+    try:
+        return _CHECKS[key](value)
+    except ValueError as exc:
+        raise ValueError(f"{key}: {str(exc).splitlines()[0]}") from None
+
+
+def validate_config(cfg: EngineConfig) -> EngineConfig:
+    """Check every field of a config built in code (or changed after loading); ConfigError
+    naming the first bad key. Returns a copy holding the checked values."""
+    values = {}
+    for key in KEYS:
+        try:
+            values[key] = validate(key, getattr(cfg, key))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return EngineConfig(**values)
+
+
 def check_knob(name: str, value: Any) -> Any:
     """Validate a live knob value the same way the file is validated; ValueError if bad."""
     if name not in KNOBS:
         raise ValueError(f"unknown knob {name!r} (knobs: {', '.join(KNOBS)})")
-    return _CHECKS[name](value)
+    return validate(name, value)
 
 
 _HEADER_RE = re.compile(r"^\s*\[\s*([A-Za-z0-9_\-\.\"' ]+?)\s*\]\s*(#.*)?$")

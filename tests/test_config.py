@@ -185,3 +185,158 @@ def test_fuzz_structured_values(table, key, value):
         msg = str(exc)
         assert "\n" not in msg
         assert msg.startswith("f.toml:2: ") or msg.startswith("f.toml:1: "), msg
+
+
+# -- one validation for every way a value enters --------------------------------------------
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
+_INTS = {"partition_workers": (1, 256), "gpu_channel_capacity": (1, 256),
+         "gpu_slots_per_device": (1, 16), "partitions": (1, 1024), "seed": (0, 2**63 - 1)}
+_CHOICES = {"backend": ("auto", "cpu", "cuda"), "permit_release": ("delivered", "synthesized"),
+            "dealloc": ("async", "sync"), "b_g2": ("auto", "cpu", "gpu"),
+            "stall_action": ("report", "retry"), "damaged_key": ("refuse", "regenerate")}
+_SECONDS = {"sample_interval_s": (0.01, 3600), "stall_after_s": (1, 86400)}
+_STRINGS = ("param_cache", "session_dir", "preset")
+
+
+def _bad(key: str, how: str):
+    """A strategy of values for ``key`` that are wrong in the way ``how`` names."""
+    if how == "empty":
+        return st.just("")
+    if key in _INTS:
+        lo, hi = _INTS[key]
+        if how == "type":
+            return st.one_of(_word, st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+                             st.lists(st.integers(0, 3), max_size=2))
+        return st.one_of(st.integers(-100, lo - 1), st.integers(hi + 1, hi + 1000)
+                         if hi < 2**63 - 1 else st.integers(-100, lo - 1))
+    if key in _CHOICES:
+        if how == "type":
+            return st.one_of(st.integers(-5, 5), st.booleans(), st.lists(_word, max_size=2))
+        return _word.filter(lambda w: w not in _CHOICES[key])
+    if key in _SECONDS:
+        lo, hi = _SECONDS[key]
+        if how == "type":
+            return st.one_of(_word, st.booleans(), st.lists(st.integers(0, 3), max_size=2))
+        below = st.floats(-1e6, lo, exclude_max=True).filter(lambda v: v != 0 or key == "sample_interval_s")
+        return st.one_of(below, st.floats(hi, 1e9, exclude_min=True), st.just(float("nan")),
+                         st.just(float("inf")))
+    if key == "memory_budget":
+        if how == "type":
+            return st.one_of(st.booleans(), st.lists(st.integers(0, 3), max_size=2),
+                             st.floats(0.5, 1e6), _word.filter(lambda w: w not in
+                                                                 ("none", "unlimited", "off")))
+        return st.integers(-10**12, -1)
+    if key == "devices":
+        if how == "type":
+            return st.one_of(_word, st.integers(0, 3), st.lists(_word, min_size=1, max_size=2))
+        return st.one_of(st.lists(st.integers(-50, -1), min_size=1, max_size=3),
+                         st.integers(0, 3).map(lambda d: [d, d]))
+    assert key in _STRINGS, key
+    if how == "type":
+        return st.one_of(st.integers(-5, 5), st.booleans(), st.lists(_word, max_size=2))
+    return st.just("")  # a string setting has no range: empty is its one bad value
+
+
+def _table_of(key: str) -> str:
+    from engine.config import _LAYOUT
+
+    return next(t for t, keys in _LAYOUT.items() if key in keys)
+
+
+@st.composite
+def _bad_setting(draw):
+    from engine.config import KEYS
+
+    key = draw(st.sampled_from(KEYS))
+    how = draw(st.sampled_from(("type", "range", "empty")))
+    return key, how, draw(_bad(key, how))
+
+
+_ENGINE_FOR_KNOBS = None
+
+
+def _unstarted_engine(tmp_path_factory=None):
+    global _ENGINE_FOR_KNOBS
+    if _ENGINE_FOR_KNOBS is None:
+        from engine.pipeline.engine import Engine
+
+        _ENGINE_FOR_KNOBS = Engine(EngineConfig(backend="cpu", devices=[]))
+    return _ENGINE_FOR_KNOBS
+
+
+def test_every_key_is_covered_by_the_bad_value_table():
+    from engine.config import KEYS
+
+    assert set(KEYS) == set(_INTS) | set(_CHOICES) | set(_SECONDS) | set(_STRINGS) | {
+        "memory_budget", "devices"}
+
+
+@settings(max_examples=max(60, FUZZ_EXAMPLES // 3), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(_bad_setting())
+def test_a_bad_value_is_one_line_through_toml_set_and_set_knob(monkeypatch_session, bad):
+    """Every key × {wrong type, out of range, empty}: the config file, `bench pipeline --set`
+    and the Engine's set_knob (what the console's prompts call) each refuse it in one line,
+    and --set refuses before any work starts."""
+    import contextlib
+    import io
+
+    from engine import cli
+    from engine.config import KNOBS
+
+    key, how, value = bad
+    text = f"[{_table_of(key)}]\n{key} = {_toml_value(value)}\n"
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, "f.toml")
+    assert "\n" not in str(info.value) and f"{_table_of(key)}.{key}:" in str(info.value)
+
+    arg = "" if value == "" else _toml_value(value)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(["bench", "pipeline", "--set", f"{key}={arg}"])
+    assert code == 2, (key, value)
+    lines = err.getvalue().strip().splitlines()
+    assert len(lines) == 1 and "--set" in lines[0] and key in lines[0], lines
+
+    with pytest.raises(ValueError) as info:
+        _unstarted_engine().set_knob(key, value)
+    msg = str(info.value)
+    assert "\n" not in msg and (key in msg if key in KNOBS else "unknown knob" in msg)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_session():
+    """--set must refuse before a run starts: a run reaching the runner fails the test."""
+    import engine.runner as runner
+
+    mp = pytest.MonkeyPatch()
+
+    def no_run(*a, **k):
+        raise AssertionError("a bad --set value reached the runner")
+
+    mp.setattr(runner, "bench_pipeline", no_run)
+    mp.setattr(runner, "bench_matrix", no_run)
+    yield mp
+    mp.undo()
+
+
+def test_good_values_pass_the_same_check_everywhere():
+    from engine import cli
+    from engine.config import validate
+
+    assert cli._overrides(["partition_workers=3", "permit_release=synthesized",
+                           "memory_budget=2GiB", "stall_after_s=0"]) == {
+        "partition_workers": 3, "permit_release": "synthesized", "memory_budget": 2 * 2**30,
+        "stall_after_s": 0.0}
+    assert validate("sample_interval_s", 0.5) == 0.5
+    with pytest.raises(ValueError, match="unknown setting"):
+        validate("parition_workers", 2)
+
+
+def test_a_config_built_in_code_is_checked_by_the_engine():
+    from engine.pipeline.engine import Engine
+
+    with pytest.raises(ConfigError, match="permit_release: must be one of"):
+        Engine(EngineConfig(backend="cpu", devices=[], permit_release="bogus"))
+    with pytest.raises(ConfigError, match="partition_workers: expected an integer"):
+        Engine(EngineConfig(backend="cpu", devices=[], partition_workers="abc"))
