@@ -22,6 +22,12 @@ The orchestrator runs in the engine's own threads, in the calling process:
 * ``finalize``: waits for the proof, verifies it, and closes the partition and the job;
 * the sampler (engine.telemetry.sampler).
 
+Every worker process is started from one spawner thread (engine.pipeline.spawner) and dies
+with the orchestrator (engine.pipeline.workers.die_with_parent); the results thread also
+watches each busy worker's CPU time and reports a stalled one (engine.pipeline.stall). A stop
+that does not drain ends every unfinished partition in ``cancelled`` (never ``failed``), and a
+job with a cancelled partition gets no proof_done.
+
 Stage order of a partition: queued → synthesizing → waiting_gpu → gpu → deallocating →
 finalizing → done. Buffers are released before finalization (the prover no longer needs them
 once its GPU half is done), so "holding a/b/c" is exactly the stages synthesizing..deallocating
@@ -36,6 +42,7 @@ import itertools
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
 import threading
 from collections import deque
@@ -43,15 +50,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from engine import events
-from engine.config import EngineConfig, check_knob
+from engine.config import EngineConfig, check_knob, validate_config
 from engine.pipeline import proving
 from engine.pipeline.channel import BoundedChannel, ChannelClosed
 from engine.pipeline.circuits import PartitionCircuit, circuit_cache_dir, resolve
 from engine.pipeline.latency import quicken_handoffs
 from engine.pipeline.scheduler import Admission, AdmissionClosed
-from engine.pipeline.shm import SegmentRegistry, SegmentSpec, sweep_stale
+from engine.pipeline.shm import SegmentRegistry, SegmentSpec, sweep_stale, sweep_stale_semaphores
+from engine.pipeline.spawner import Spawner
+from engine.pipeline.stall import StallWatch
 from engine.pipeline.workers import prover_main, synthesis_main
+from engine.stream import schema as events
 from engine.telemetry.counters import Counters
 from engine.telemetry.memory import host_info
 from engine.telemetry.nvml import gpu_list
@@ -60,6 +69,9 @@ from engine.telemetry.timers import PartitionTimers, SessionClock
 from engine.warmup import ensure_warm
 
 
+_ENDED = ("done", events.FAILED, events.CANCELLED)  # a partition's last stage
+
+STALL_CHECK_S = 1.0  # how often the results thread looks for stalled workers
 MAX_ATTEMPTS = 3  # a partition whose worker dies this many times fails
 STARTUP_WAIT_S = 120.0  # start() waits at most this long for the workers to come up
 MAX_PROVER_START_FAILURES = 3  # a device whose prover dies this often before it is ready is
@@ -126,6 +138,7 @@ class _JobState:
     proofs: dict[int, bytes] = field(default_factory=dict)
     verified: dict[int, bool] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
+    cancelled: dict[int, str] = field(default_factory=dict)  # partition -> why (a stop)
     finished: bool = False
     key_error: str | None = None  # set when a prover could not load the key: partitions fail
 
@@ -151,8 +164,10 @@ class Engine:
         progress: Callable[[str], None] | None = None,
     ):
         """``progress`` receives lines about long preparations (setup of a missing key).
-        The engine keeps its own copy of ``config``: live knob changes never reach the caller's."""
-        self.config = dataclasses.replace(config)
+        The engine keeps its own copy of ``config``: live knob changes never reach the caller's.
+        Every field is checked as the config file's keys are (ConfigError, one line)."""
+        self.config = validate_config(config)
+        config = self.config
         self.faults = faults or Faults()
         self.progress = progress
         self.clock = SessionClock()
@@ -195,6 +210,9 @@ class Engine:
         self._keys_loaded: dict[str, set[str]] = {}  # prover → key paths loaded
         self._keys_requested: dict[str, dict[str, str]] = {}  # prover → path → preset, in flight
         self._live_jobs: set[int] = set()  # jobs not finished
+        self._spawner: Spawner | None = None
+        self._stall = StallWatch(self.config.stall_after_s)
+        self._hurry = False  # a second stop signal: do not wait for workers to exit
 
     # -- events ------------------------------------------------------------------------------
     def subscribe(self) -> queue.Queue:
@@ -241,7 +259,7 @@ class Engine:
         self._started = True
         self._switch_before = sys.getswitchinterval()  # restored by stop()
         switch_s = quicken_handoffs()
-        sweep_stale()
+        self._sweep_leftovers()
         ensure_warm(self.progress)  # compile once here, not in every worker at once
         gpus = gpu_list()
         cfg = self.config.to_dict()
@@ -249,8 +267,12 @@ class Engine:
         cfg["switch_interval_ms"] = switch_s * 1000.0
         wall = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self._emit(lambda t: events.session_start(t, cfg, host_info(), gpus, wall))
+        self._spawner = Spawner()
         with self._state:
-            for _ in range(self.config.partition_workers):
+            # With a memory budget, synthesis workers start only as partitions are admitted
+            # (_dispatch_synthesis), so idle workers never hold memory the budget did not admit.
+            upfront = 1 if self.config.memory_budget else self.config.partition_workers
+            for _ in range(upfront):
                 self._spawn_synth()
             for dev in self._devices:
                 self._spawn_prover(dev)
@@ -294,6 +316,24 @@ class Engine:
                     return
                 self._keys_cv.wait(0.1)
 
+    def _sweep_leftovers(self) -> None:
+        """Unlink what dead orchestrators left: segments with our prefix whose pid is gone, and
+        multiprocessing semaphores that no live process maps. Says what it swept."""
+        segs = sweep_stale()
+        sems = sweep_stale_semaphores()
+        if segs:
+            self.counters.add("stale_segments_swept", len(segs))
+        if sems:
+            self.counters.add("stale_semaphores_swept", len(sems))
+        if segs or sems:
+            self._say(f"swept what dead runs left: {len(segs)} shared-memory segment(s), "
+                      f"{len(sems)} semaphore(s)")
+
+    def hurry(self) -> None:
+        """Stop now: a stop in progress kills the workers instead of waiting for them (a second
+        stop signal). The session is still completed."""
+        self._hurry = True
+
     def _at_exit(self) -> None:
         """A program that forgets stop() still leaves no worker and no segment behind."""
         if self._started and not self._closed:
@@ -310,15 +350,21 @@ class Engine:
         # a share of the cores each (at least one), so N workers do not oversubscribe the cores
         threads = max(1, (os.cpu_count() or 1) // max(1, self.config.partition_workers))
         proc = self._ctx.Process(
-            target=synthesis_main, args=(name, tasks, self._results, threads), name=name,
-            daemon=True,
+            target=synthesis_main, args=(name, tasks, self._results, threads, os.getpid()),
+            name=name, daemon=True,
         )
-        proc.start()
+        self._start_process(proc)
         w = _Worker(name, "synth", proc, tasks)
         self._synth_workers.append(w)
         self._idle_synth.append(w)
         self._pending_cv.notify_all()
         return w
+
+    def _start_process(self, proc: Any) -> None:
+        """Start a worker from the spawner thread (see engine.pipeline.spawner)."""
+        if self._spawner is None:
+            raise EngineError("workers start only in a started engine")
+        self._spawner.start(proc)
 
     def _prover_name(self, dev: int | None) -> str:
         return "cpu0" if dev is None else f"gpu{dev}"
@@ -328,11 +374,12 @@ class Engine:
         tasks = self._ctx.Queue()
         proc = self._ctx.Process(
             target=prover_main,
-            args=(name, self._backend, dev, self.config.gpu_slots_per_device, tasks, self._results),
+            args=(name, self._backend, dev, self.config.gpu_slots_per_device, tasks, self._results,
+                  os.getpid()),
             name=name,
             daemon=True,
         )
-        proc.start()
+        self._start_process(proc)
         w = _Worker(name, "prover", proc, tasks, device=dev)
         self._provers[name] = w
         self._keys_loaded[name] = set()
@@ -466,7 +513,7 @@ class Engine:
             with self._state:
                 need = max(
                     (p.nbytes for p in self._parts.values()
-                     if p.stage not in ("done", events.FAILED)),
+                     if p.stage not in _ENDED),
                     default=0,
                 )
             if value < need:
@@ -506,15 +553,20 @@ class Engine:
 
     def stop(self, drain: bool = True, timeout: float | None = None) -> None:
         """Stop the engine. drain=True finishes queued and in-flight partitions first;
-        drain=False cancels them (their partitions end as failed). Afterwards no worker process
-        survives and none of our segments is left in /dev/shm."""
+        drain=False cancels them: each such partition ends in stage ``cancelled`` and its job
+        gets no proof_done (cancelled is not failed). A call to hurry() meanwhile cuts the
+        drain short and kills the workers instead of waiting for them. Afterwards no worker
+        process survives and none of our segments is left in /dev/shm."""
         if not self._started or self._closed:
             return
         self._stopping = True
         if self.admission.paused and drain:
             self.resume()
         if drain:
-            self.wait_idle(timeout)
+            deadline = None if timeout is None else self.clock.now() + timeout
+            while not self._hurry and not self.wait_idle(0.2):
+                if deadline is not None and self.clock.now() > deadline:
+                    break
         self._cancel_all("engine stopped without draining" if not drain else "engine stopped")
         self._closed = True
         self.admission.close()
@@ -528,7 +580,7 @@ class Engine:
             except Exception:
                 pass
         for w in workers:
-            w.process.join(timeout=5 if drain else 0.5)
+            w.process.join(timeout=0 if self._hurry else 5 if drain else 0.5)
             if w.process.is_alive():
                 w.process.kill()
                 w.process.join(timeout=5)
@@ -548,6 +600,8 @@ class Engine:
                 q.join_thread()
         self._results.close()
         self._results.join_thread()
+        if self._spawner is not None:
+            self._spawner.close()  # every worker it started has exited (joined above)
         sys.setswitchinterval(self._switch_before)
         atexit.unregister(self._at_exit)
 
@@ -668,6 +722,7 @@ class Engine:
 
     # -- results and worker deaths -----------------------------------------------------------
     def _results_loop(self) -> None:
+        next_stall_check = 0.0
         while not self._closed:
             try:
                 msg = self._results.get(timeout=0.1)
@@ -678,6 +733,54 @@ class Engine:
             if msg is not None:
                 self._handle(msg)
             self._check_workers()
+            if self.clock.now() >= next_stall_check:
+                next_stall_check = self.clock.now() + STALL_CHECK_S
+                self._check_stalls()
+
+    def _held_by(self, w: _Worker) -> list[_Part]:
+        """The partitions whose progress waits on worker ``w`` now (under _state)."""
+        if w.role == "synth":
+            return [p for k in w.busy
+                    if (p := self._parts.get((k[0], k[1]))) is not None and p.attempt == k[2]]
+        return [
+            p for p in self._parts.values()
+            if p.worker == w.name and not p.cancelled and (
+                (p.stage == "gpu" and not p.gpu_done.is_set())
+                or (p.stage in ("deallocating", "finalizing") and not p.proved.is_set())
+            )
+        ]
+
+    def _check_stalls(self) -> None:
+        """Report partitions whose worker makes no progress (engine.pipeline.stall); with
+        stall_action = "retry" the worker is killed, so its partitions run elsewhere."""
+        if not self.config.stall_after_s or self._stopping:
+            return
+        now = self.clock.now()
+        found: list[tuple[_Worker, list[_Part], str]] = []
+        with self._state:
+            for w in self._synth_workers + list(self._provers.values()):
+                pid = w.process.pid
+                if pid is None or not w.process.is_alive():
+                    continue
+                held = self._held_by(w)
+                if not held:
+                    self._stall.idle(pid)
+                    continue
+                why = self._stall.observe(pid, frozenset(p.key for p in held), now)
+                if why is not None:
+                    found.append((w, held, why))
+        for w, held, why in found:
+            retry = self.config.stall_action == "retry"
+            then = "; killing it, the partition is retried" if retry else ""
+            for p in held:
+                self.counters.add("stalls")
+                self._error(w.name, f"job {p.job} partition {p.index} stalled: {w.name} "
+                                    f"(pid {w.process.pid}) {why}{then}")
+            if retry:
+                try:
+                    os.kill(w.process.pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def _lookup(self, key: tuple | None) -> _Part | None:
         if key is None:
@@ -850,7 +953,7 @@ class Engine:
         self._release_buffers(p)
         self._release_permit(p)
         with self._state:
-            if p.stage in ("done", events.FAILED) or p.cancelled:
+            if p.stage in _ENDED or p.cancelled:
                 return
             self._stage(p, events.FAILED, p.worker or "scheduler", reason=reason)
             self.counters.add("partitions_failed")
@@ -1096,13 +1199,21 @@ class Engine:
             self._maybe_finish_job(p.job)
 
     def _maybe_finish_job(self, jid: int) -> None:
+        """Close a job once every partition has ended: proof_done (verified or not) when none
+        was cancelled; a job with a cancelled partition will not be proven and gets none."""
         with self._state:
             js = self._jobs[jid]
-            if js.finished or len(js.proofs) + len(js.failed) < js.job.partitions:
+            ended = len(js.proofs) + len(js.failed) + len(js.cancelled)
+            if js.finished or ended < js.job.partitions:
                 return
             js.finished = True
             self._live_jobs.discard(jid)
             self._keys_cv.notify_all()
+            if js.cancelled:
+                self.counters.add("jobs_cancelled")
+                with self._idle:
+                    self._idle.notify_all()
+                return
             proof_hex = b"".join(js.proofs.get(i, b"") for i in range(js.job.partitions)).hex()
             ok = not js.failed and all(js.verified.values())
         self.counters.add("proofs_done")
@@ -1116,10 +1227,10 @@ class Engine:
 
     # -- cancellation ------------------------------------------------------------------------
     def _cancel_all(self, reason: str) -> None:
+        """Every partition not yet ended (queued ones included) will not be proven: stage
+        ``cancelled`` with the reason, never counted as failed."""
         with self._state:
-            live = [
-                p for p in self._parts.values() if p.stage not in ("done", events.FAILED)
-            ]
+            live = [p for p in self._parts.values() if p.stage not in _ENDED]
             for p in live:
                 p.cancelled = True
             self._pending.clear()
@@ -1133,7 +1244,7 @@ class Engine:
             self._release_buffers(p)
             self._release_permit(p)
             with self._state:
-                self._stage(p, events.FAILED, p.worker or "scheduler", reason=reason)
-                self.counters.add("partitions_failed")
-                self._jobs[p.job].failed[p.index] = reason
+                self._stage(p, events.CANCELLED, p.worker or "scheduler", reason=reason)
+                self.counters.add("partitions_cancelled")
+                self._jobs[p.job].cancelled[p.index] = reason
             self._maybe_finish_job(p.job)

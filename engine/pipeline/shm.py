@@ -10,8 +10,15 @@ these segments, never through pickling. The rules (design.md, "Processes and sha
   tracker never hears of their segments. The tracker is shared by a spawn parent and
   its children, and on Python 3.11/3.12 it would unlink or warn about segments the worker does
   not own.
-* The orchestrator unregisters its own segments as well: their lifetime is managed here (unlink
-  on release, sweep on stop), not by the tracker, so register/unregister messages stay balanced.
+* The orchestrator keeps its own segments registered with the tracker while they are live and
+  unregisters each as it unlinks it (release, sweep on stop), so the messages stay balanced.
+  The registration is the net for a killed orchestrator: the tracker outlives it until the last
+  worker holding its pipe has gone (workers die with their parent, see workers.py), then
+  unlinks whatever is still registered. A registry made for another pid (tests) registers
+  nothing.
+* Semaphores: multiprocessing's queues hold named POSIX semaphores (``/dev/shm/sem.mp-*``)
+  that the same tracker unlinks. If the tracker itself was killed they stay;
+  :func:`sweep_stale_semaphores` removes the ones that no live process maps.
 """
 
 from __future__ import annotations
@@ -152,6 +159,7 @@ class SegmentRegistry:
         self._seq = 0
         self._pool: ThreadPoolExecutor | None = None
         self._swept = False  # after the final sweep, releases run in the caller's thread
+        self._track = self.pid == os.getpid()  # registered with the resource tracker
 
     def create(self, tag: str, shape: tuple[int, ...]) -> SegmentSpec:
         """Create a zero-filled segment for a uint64 array of ``shape`` and return its spec."""
@@ -160,7 +168,8 @@ class SegmentRegistry:
             name = f"{self.prefix}{tag}-{self._seq}"
         spec = SegmentSpec(name, tuple(int(s) for s in shape))
         shm = shared_memory.SharedMemory(name=name, create=True, size=max(spec.nbytes, 1))
-        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
+        if not self._track:
+            resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
         shm.close()
         with self._lock:
             self._live[name] = spec.nbytes
@@ -173,7 +182,15 @@ class SegmentRegistry:
         if nbytes is None:
             return 0
         _unlink_name(spec.name)
+        self._untrack(spec.name)
         return nbytes
+
+    def _untrack(self, name: str) -> None:
+        if self._track:
+            try:
+                resource_tracker.unregister("/" + name, "shared_memory")
+            except Exception:  # the tracker is gone (interpreter shutdown): nothing to balance
+                pass
 
     def release_many(self, specs: list[SegmentSpec]) -> int:
         """Unlink several segments at once, one thread each (unlinking is where the kernel frees
@@ -202,12 +219,17 @@ class SegmentRegistry:
     def sweep(self) -> list[str]:
         """Unlink every segment with our prefix in /dev/shm, live-tracked or not; returns names."""
         with self._lock:
-            self._live.clear()
             pool, self._pool = self._pool, None
             self._swept = True
         if pool is not None:
             pool.shutdown(wait=True)
-        return sweep_prefix(self.prefix)
+        with self._lock:
+            live = list(self._live)
+            self._live.clear()
+        removed = sweep_prefix(self.prefix)
+        for name in live:
+            self._untrack(name)
+        return removed
 
 
 def list_ours(prefix: str = PREFIX) -> list[str]:
@@ -250,3 +272,64 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+SEM_PREFIX = "sem.mp-"  # multiprocessing's named semaphores, as glibc files them in /dev/shm
+SEM_MIN_AGE_S = 5.0  # never touch a semaphore younger than this (it may be being set up)
+
+
+def _mapped_semaphores() -> set[int] | None:
+    """Inodes of /dev/shm files that some process we can see maps (glibc maps a named
+    semaphore for as long as it is open, under the temporary name it was created with, so
+    the inode is what identifies it). None if /proc cannot be read at all."""
+    try:
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:  # pragma: no cover - no /proc
+        return None
+    inodes: set[int] = set()
+    marker = SHM_DIR + "/"
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if marker in line:
+                        parts = line.split(None, 5)
+                        if len(parts) >= 5 and parts[4].isdigit():
+                            inodes.add(int(parts[4]))
+        except OSError:  # gone meanwhile, or not ours to read (then not ours to sweep either)
+            continue
+    return inodes
+
+
+def sweep_stale_semaphores(now: float | None = None) -> list[str]:
+    """Unlink multiprocessing semaphores left by dead processes: ours (same uid), older than
+    SEM_MIN_AGE_S, and mapped by no live process, so another live program's semaphore is never
+    touched. Returns the names removed."""
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        names = [n for n in os.listdir(SHM_DIR) if n.startswith(SEM_PREFIX)]
+    except OSError:  # pragma: no cover
+        return []
+    if not names:
+        return []
+    mapped = _mapped_semaphores()
+    if mapped is None:
+        return []
+    removed = []
+    uid = os.getuid()
+    for name in names:
+        path = os.path.join(SHM_DIR, name)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if st.st_uid != uid or now - st.st_mtime < SEM_MIN_AGE_S or st.st_ino in mapped:
+            continue
+        try:
+            os.unlink(path)
+            removed.append(name)
+        except OSError:
+            continue
+    return removed

@@ -52,14 +52,43 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _ignore_interrupts() -> None:
-    """Ctrl-C reaches the whole process group; the orchestrator decides how workers stop."""
+    """Ctrl-C (and a terminal's hangup) reaches the whole process group; the orchestrator
+    decides how workers stop. SIGTERM keeps its default: a worker sent it alone is meant to go."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
-def synthesis_main(name: str, tasks: Any, results: Any, threads: int | None = None) -> None:
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """Have the kernel SIGKILL this worker when its parent goes, however it goes (a crash, a
+    SIGKILL), so a dead orchestrator never leaves a worker holding its key and partitions.
+
+    Linux sends the parent-death signal when the *thread* that forked this process exits; the
+    engine forks every worker from one spawner thread that outlives them all
+    (engine.pipeline.engine). The parent may already be gone by the time this runs (start-up
+    takes a while): then getppid() is no longer ``parent_pid`` and the worker exits at once."""
+    if parent_pid is None:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def synthesis_main(
+    name: str, tasks: Any, results: Any, threads: int | None = None, parent_pid: int | None = None
+) -> None:
     """Entry point of a synthesis worker process. ``threads`` caps its numba threads: the
     engine gives each worker a share of the cores, so that N workers do not run N × cores
     threads and starve the prover and the orchestrator of CPU."""
+    die_with_parent(parent_pid)
     _ignore_interrupts()
     from engine.pipeline.circuits import resolve
     from engine.synthesis import eval_plan, evaluate
@@ -294,9 +323,11 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
 
 
 def prover_main(
-    name: str, backend_name: str, device: int | None, slots: int, tasks: Any, results: Any
+    name: str, backend_name: str, device: int | None, slots: int, tasks: Any, results: Any,
+    parent_pid: int | None = None,
 ) -> None:
     """Entry point of a prover process (one per GPU, or one on the CPU backend)."""
+    die_with_parent(parent_pid)
     _ignore_interrupts()
     quicken_handoffs()
     try:

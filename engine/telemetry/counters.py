@@ -23,6 +23,11 @@ COUNTER_NAMES = (
     "proofs_done",
     "proofs_verified",
     "proofs_failed",
+    "partitions_cancelled",  # will not be proven because of a stop (never counted as failed)
+    "jobs_cancelled",  # jobs with a cancelled partition: no proof_done
+    "stalls",  # partitions reported stalled (their worker made no progress)
+    "stale_segments_swept",  # left in /dev/shm by dead orchestrators, swept at start
+    "stale_semaphores_swept",
 )
 
 

@@ -1,0 +1,215 @@
+"""Faults around the orchestrator itself, injected from the test (kills, signals, stops), never
+through the engine's config: a killed orchestrator leaves no worker, segment or semaphore of
+its own; stall detection names a stopped worker; leftovers of dead runs are swept at start."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.config import EngineConfig
+from engine.pipeline.engine import Engine, Job
+from engine.pipeline.shm import SEM_PREFIX, SHM_DIR, list_ours, prefix_for
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESET = "chain-1024"
+WAIT = 300
+
+
+@pytest.fixture(scope="module")
+def params(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("params"))
+
+
+def make_cfg(params: str, **kw) -> EngineConfig:
+    base = dict(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
+                param_cache=params, sample_interval_s=0.05)
+    base.update(kw)
+    return EngineConfig(**base)
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (from /proc), excluding zombies."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2:].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(d))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return raw[raw.rfind(")") + 2:].split()[0] != "Z"
+
+
+def semaphores_mapped_by(pid: int) -> set[str]:
+    """The /dev/shm/sem.mp-* names that process ``pid`` has open (matched by inode: glibc
+    maps a semaphore under the temporary name it created it with)."""
+    inodes = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith(SHM_DIR + "/sem."):
+            inodes.add(int(parts[4]))
+    names = set()
+    for n in os.listdir(SHM_DIR):
+        if n.startswith(SEM_PREFIX):
+            try:
+                if os.stat(os.path.join(SHM_DIR, n)).st_ino in inodes:
+                    names.add(n)
+            except OSError:
+                pass
+    return names
+
+
+def start_engine_process(params: str, tmp_path: Path, jobs: int) -> tuple[subprocess.Popen, list]:
+    """An orchestrator in its own process, running ``jobs`` jobs; returns it once the first
+    proof is done (so workers, segments and queues all exist) and its stderr lines so far."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from engine.config import EngineConfig
+from engine.pipeline.engine import Engine, Job
+cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
+                   param_cache={params!r}, sample_interval_s=0.05)
+eng = Engine(cfg, progress=lambda line: print(line, file=sys.stderr, flush=True))
+q = eng.subscribe()
+eng.start()
+for i in range({jobs}):
+    eng.submit(Job({PRESET!r}, 2, seed=i + 1))
+while True:
+    ev = q.get()
+    if ev["kind"] == "proof_done":
+        print("proof_done", ev["job"], file=sys.stderr, flush=True)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    lines: list[str] = []
+    first = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("proof_done"):
+                first.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert first.wait(WAIT), "".join(lines)
+    return proc, lines
+
+
+def test_sigkill_of_the_orchestrator_leaves_nothing_within_5s(params, tmp_path):
+    proc, lines = start_engine_process(params, tmp_path, jobs=200)
+    try:
+        workers = children(proc.pid)
+        sems = semaphores_mapped_by(proc.pid)
+        assert len(workers) >= 3, workers  # two synthesis workers, the prover, the tracker
+        assert sems, "the orchestrator's queues hold named semaphores"
+        assert list_ours(prefix_for(proc.pid)), "partitions in flight hold segments"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            left = [p for p in workers if alive(p)]
+            segs = list_ours(prefix_for(proc.pid))
+            sems_left = [n for n in sems if os.path.exists(os.path.join(SHM_DIR, n))]
+            if not left and not segs and not sems_left:
+                break
+            time.sleep(0.1)
+        assert left == [], f"workers outlived their orchestrator: {left}"
+        assert segs == [], segs
+        assert sems_left == [], sems_left
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_next_start_sweeps_and_reports_what_a_dead_run_left(params, tmp_path):
+    """Leftovers of a run whose orchestrator and resource tracker were both killed: a segment
+    with the dead pid's prefix and an unmapped semaphore. The next start unlinks both, says
+    so, and never touches a semaphore that a live process maps."""
+    import multiprocessing as mp
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout)
+    stale_seg = f"{prefix_for(dead)}j1p0a0a-1"
+    Path(SHM_DIR, stale_seg).write_bytes(b"\0" * 64)
+    stale_sem = f"{SEM_PREFIX}deadbeef{os.getpid() % 10000}"
+    Path(SHM_DIR, stale_sem).write_bytes(b"\0" * 32)
+    old = time.time() - 60
+    os.utime(Path(SHM_DIR, stale_sem), (old, old))
+    live_q = mp.get_context("spawn").Queue()  # a live process's semaphores (this one's)
+    live = semaphores_mapped_by(os.getpid())
+    for n in live:
+        os.utime(Path(SHM_DIR, n), (old, old))
+    lines: list[str] = []
+    eng = Engine(make_cfg(params, partition_workers=1), progress=lines.append)
+    q = eng.subscribe()
+    eng.start()
+    eng.stop()
+    assert not Path(SHM_DIR, stale_seg).exists()
+    assert not Path(SHM_DIR, stale_sem).exists()
+    assert live and all(Path(SHM_DIR, n).exists() for n in live)
+    said = [line for line in lines if line.startswith("swept what dead runs left")]
+    assert len(said) == 1 and "1 shared-memory segment(s)" in said[0], lines
+    evs = []
+    while True:
+        try:
+            evs.append(q.get_nowait())
+        except queue.Empty:
+            break
+    counters = [e for e in evs if e["kind"] == "sample"][-1]["counters"]
+    assert counters["stale_segments_swept"] == 1 and counters["stale_semaphores_swept"] >= 1
+    live_q.close()
+
+
+def test_a_stopped_worker_is_reported_stalled_and_retried(params):
+    """SIGSTOP of the prover while it holds a partition: reported stalled (state T) in an
+    error event within seconds, and with stall_action = "retry" the partition is proven
+    elsewhere (a restarted prover), every proof verified."""
+    eng = Engine(make_cfg(params, stall_after_s=30, stall_action="retry"))
+    q = eng.subscribe()
+    eng.start()
+    stopped = None
+    evs: list[dict] = []
+    try:
+        eng.submit(Job(PRESET, 3))
+        while stopped is None:
+            e = q.get(timeout=WAIT)
+            evs.append(e)
+            if e["kind"] == "stage" and e["stage"] == "gpu":
+                stopped = eng.worker_pids()["cpu0"]
+                os.kill(stopped, signal.SIGSTOP)
+        assert eng.wait_idle(WAIT)
+    finally:
+        if stopped is not None and alive(stopped):
+            os.kill(stopped, signal.SIGCONT)
+        eng.stop()
+    while True:
+        try:
+            evs.append(q.get_nowait())
+        except queue.Empty:
+            break
+    stalls = [e for e in evs if e["kind"] == "error" and "stalled" in e["message"]]
+    assert stalls and "is stopped (state T)" in stalls[0]["message"], stalls
+    assert f"pid {stopped}" in stalls[0]["message"]
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and done[0]["verified"]
+    assert not alive(stopped)
