@@ -144,7 +144,8 @@ def _parse(
             rec.events.append(obj)
     except OverflowError:
         raise SessionError(
-            f"{source}:{lineno + 1}: the line is longer than {limit // 2**20} MiB"
+            f"{source}:{lineno + 1}: the line is longer than "
+            + (f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit} bytes")
         ) from None
     if not seen_header:
         raise SessionError(f"{source}:1: empty file, not a sealtop session")
