@@ -524,8 +524,11 @@ def main(argv: list[str] | None = None) -> int:
     verb = " ".join(v for v in (args.verb, getattr(args, "bench_verb", None)) if v)
     from kernels.backend import BackendUnavailable
 
+    from engine.signals import stop_signals
+
     try:
-        return int(args.func(args) or 0)
+        with stop_signals():  # SIGINT, SIGTERM and SIGHUP alike: a clean stop, exit 130
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"{PROG} {verb}: interrupted", file=sys.stderr)
         return 130

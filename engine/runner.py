@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from engine import signals
 from engine.atomic import atomic_write
 from engine.config import ConfigError, EngineConfig, load_config
 from engine.stream.fold import Fold, JobRecord, StageChange
@@ -159,6 +160,7 @@ def run_engine(
         _say(f"error: {exc}")
         return 2, []
     col = _Sinks(eng.subscribe(), recorder, progress)
+    signals.on_again(eng.hurry)  # a second stop signal: stop now (still completing the session)
     interrupted = False
     try:
         eng.start()
@@ -169,11 +171,13 @@ def run_engine(
             eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed + i))
         while not eng.wait_idle(0.5):
             pass
-        eng.stop(drain=True)
-    except KeyboardInterrupt:
+        with signals.shielded():
+            eng.stop(drain=True)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (engine.signals)
         interrupted = True
         _say("interrupted: cancelling in-flight partitions")
-        eng.stop(drain=False)
+        with signals.shielded():
+            eng.stop(drain=False)
     except (ValueError, EngineError) as exc:
         _say(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         eng.stop(drain=False)
@@ -182,8 +186,9 @@ def run_engine(
         eng.stop(drain=False)
         col.abort()
         raise
-    events = col.finish()
-    if interrupted:
+    with signals.shielded():
+        events = col.finish()
+    if interrupted or signals.received():
         return 130, events
     if col.record_failed:
         return 3, events
@@ -369,6 +374,8 @@ def _bench_rows(
     rows = []
     worst = 0
     for label, over in variants:
+        if signals.received():  # a stop signal ended the last variant: run no more
+            break
         cfg = dataclasses.replace(cfg0, preset=preset, **{**base, **over})
         try:
             circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))

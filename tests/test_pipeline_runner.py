@@ -130,9 +130,12 @@ def test_bench_matrix_dealloc(tmp_path, params, capsys):
     assert bench_matrix("nope", "chain-256", 1, None) == 2
 
 
-def test_ctrl_c_stops_cleanly(tmp_path, params):
-    """SIGINT to `run` (what Ctrl-C sends the whole process group): exit 130, no traceback, no
-    worker left, nothing of ours in /dev/shm."""
+@pytest.mark.parametrize("signame, group", [("SIGINT", True), ("SIGTERM", False)])
+def test_a_stop_signal_stops_cleanly(tmp_path, params, capsys, signame, group):
+    """Ctrl-C (SIGINT to the whole process group) and SIGTERM (kill, systemd, docker stop: to
+    the orchestrator alone) to `sealtop run --jobs 200` mid-run: exit 130 without a traceback,
+    no process and no segment left, the jobs that never ran reported as cancelled (never as
+    failed), and a complete session whose replay prints the very summary the run printed."""
     import os
     import signal
     import subprocess
@@ -146,8 +149,9 @@ def test_ctrl_c_stops_cleanly(tmp_path, params):
     # A shell starts background commands with SIGINT ignored, and that is inherited; restore the
     # interactive disposition so the child sees Ctrl-C as a terminal's foreground process does.
     code = (f"import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-            f"sys.path.insert(0, {root!r}); from engine.runner import run_headless; "
-            f"sys.exit(run_headless({cfg!r}, 2000, {str(rec)!r}))")
+            f"sys.path.insert(0, {root!r}); from engine.cli import main; "
+            f"sys.exit(main(['run', '--config', {cfg!r}, '--jobs', '200', '--record', "
+            f"{str(rec)!r}]))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     # Interrupt once proofs are flowing (the first "done" line), far from the end of the run.
@@ -163,8 +167,12 @@ def test_ctrl_c_stops_cleanly(tmp_path, params):
     reader = threading.Thread(target=read_err, daemon=True)
     reader.start()
     assert first_done.wait(timeout=180), "".join(err_lines)
-    os.killpg(proc.pid, signal.SIGINT)
-    proc.stdout.read()  # drain, so the final table never blocks on a full pipe
+    sig = getattr(signal, signame)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)
+    live = proc.stdout.read()  # drain, so the final table never blocks on a full pipe
     proc.wait(timeout=120)
     reader.join(timeout=10)
     err = "".join(err_lines)
@@ -177,4 +185,70 @@ def test_ctrl_c_stops_cleanly(tmp_path, params):
             break
         time.sleep(0.1)
     assert left.stdout.split() == [], left.stdout
-    assert replay_summary(str(rec)) == 0  # the interrupted session was still recorded
+    # cancelled, not failed: most of the 200 jobs never started
+    assert "cancelled, never proven" in err, err
+    assert "FAILED" not in err and " failed" not in err, err
+    assert "proofs_failed=0" in live.replace(" ", ""), live
+    capsys.readouterr()
+    assert replay_summary(str(rec)) == 0  # the interrupted session was recorded whole
+    assert capsys.readouterr().out == live
+
+
+@pytest.mark.parametrize("target", ["missing/run.jsonl", "."])
+def test_a_bad_record_target_is_one_line_before_any_work(tmp_path, params, capsys, target):
+    import time
+
+    cfg = write_config(tmp_path, params)
+    t0 = time.perf_counter()
+    assert run_headless(cfg, 2, str(tmp_path / target)) == 2
+    took = time.perf_counter() - t0
+    cap = capsys.readouterr()
+    err = cap.err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: cannot record to ")
+    assert ("does not exist" in err) if target != "." else ("is a directory" in err)
+    assert "engine started" not in err and cap.out == ""  # refused before the engine was built
+    assert took < 5.0
+    assert not (tmp_path / "missing").exists()  # and nothing was created
+
+
+def test_a_full_disk_mid_run_still_prints_every_verified_proof(tmp_path, params, capsys, monkeypatch):
+    """The recording fails after a few KiB (a file object handed to the recorder from the test):
+    one line says so, the run goes on to its summary with every proof, exit 3; what reached the
+    disk replays as a crashed session's prefix."""
+    import errno
+
+    from engine import runner
+    from engine.stream.recorder import SessionRecorder
+
+    room = 3000
+    written = tmp_path / "full.jsonl"
+
+    class FullDisk:
+        def __init__(self) -> None:
+            self.f = open(written, "wb", buffering=0)
+            self.left = room
+
+        def write(self, b) -> int:
+            if self.left <= 0:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            b = bytes(b)[: self.left]
+            self.left -= len(b)
+            return self.f.write(b)
+
+        def close(self) -> None:
+            self.f.close()
+
+    monkeypatch.setattr(runner, "SessionRecorder",
+                        lambda path: SessionRecorder(path, file=FullDisk()))
+    cfg = write_config(tmp_path, params)
+    assert run_headless(cfg, 2, str(tmp_path / "run.jsonl")) == 3
+    cap = capsys.readouterr()
+    assert cap.out.count(" yes") == 4  # both jobs' partitions, verified, in the table
+    assert "(2 verified)" in cap.out and "final counters:" in cap.out
+    failed = [ln for ln in cap.err.splitlines() if "recording to" in ln]
+    assert len(failed) == 1 and "No space left on device" in failed[0], cap.err
+    assert "Traceback" not in cap.err and "session recorded" not in cap.err
+    assert 0 < written.stat().st_size <= room
+    assert replay_summary(str(written)) == 0  # the prefix that made it replays
+    err = capsys.readouterr().err
+    assert "warning:" in err and "cut off" in err
