@@ -184,7 +184,35 @@ def main(argv: list[str] | None = None) -> int:
         app = build_app(argv)
     except ValueError as exc:
         return _fail(str(exc))
-    app.run()
+    return run_app(app)
+
+
+def run_app(app) -> int:
+    """Run the console with SIGINT, SIGTERM and SIGHUP handled as its quit: the app exits the
+    normal way (the terminal restored, the engine stopped, the session completed) with exit
+    status 130; a second signal hurries the engine's stop (engine.signals)."""
+    from engine.signals import EXIT_INTERRUPTED, on_again, stop_signals
+
+    engines: list = []
+
+    def quit_app(signum: int) -> None:
+        import asyncio
+
+        engine = getattr(app, "engine", None)
+        if engine is not None and hasattr(engine, "hurry"):
+            engines.append(engine)
+        try:
+            loop = asyncio.get_running_loop()  # the handler runs on the app's own thread
+        except RuntimeError:
+            return
+        loop.call_soon_threadsafe(lambda: app.exit(return_code=EXIT_INTERRUPTED))
+
+    with stop_signals(raise_first=False, on_signal=quit_app) as handler:
+        # later signals only: the first is the normal quit
+        on_again(lambda: [e.hurry() for e in engines] if len(handler.received) > 1 else None)
+        app.run()
+    if handler is not None and handler.received:
+        return EXIT_INTERRUPTED
     return int(app.return_code or 0)
 
 
