@@ -1,30 +1,39 @@
-"""The porep circuit family: presets, job generator, witness satisfaction (numba and an
-independent Python-int check), tampering, public-input binding, the disk cache, bad input."""
+"""The porep circuit family: presets, the parent graph, synthetic sectors checked against
+hashlib and the Python-int Poseidon, witness satisfaction (numba and an independent Python-int
+check), every public input bound, foreign graphs rejected, the disk cache, bad input."""
 
 from __future__ import annotations
 
+import hashlib
 import random
+import secrets
 
 import numpy as np
 import pytest
 
 from engine.circuit import porep as porep_mod
 from engine.circuit.check import free_variables, unsatisfied_rows_py
+from engine.circuit.graph import ParentGraph
+from engine.circuit.merkle import poseidon_tree_arities
 from engine.circuit.porep import (
     PRESETS,
     PorepParams,
     build_porep,
+    count_porep,
     generate_partitions,
-    label_message,
     porep_witness,
     preset_params,
 )
 from engine.circuit.poseidon_params import poseidon_hash
-from engine.circuit.sha256 import sha256_field
+from engine.circuit.statement import PorepStatement
 from engine.circuit.witness import witness_python
 from engine.synthesis import bench_synth, evaluate, first_unsatisfied, is_satisfied
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
+
+# A Poseidon-only shape with parents: the graph statement end to end in about 2^14 constraints.
+WITH_PARENTS = PorepParams(challenges=2, layers=2, log2_nodes=4, base_parents=2, exp_parents=1, sha=False)
+MASK254 = (1 << 254) - 1
 
 
 def _tamper(z: np.ndarray, v: int, rnd: random.Random) -> np.ndarray:
@@ -33,30 +42,144 @@ def _tamper(z: np.ndarray, v: int, rnd: random.Random) -> np.ndarray:
     return bad
 
 
+def _foreign_seed(p: PorepParams, cs: list[int]) -> bytes:
+    """A graph seed whose parents differ from the shape's own graph at some challenged node."""
+    true = ParentGraph(porep_mod.default_graph_seed(p), p.num_nodes, p.base_parents, p.exp_parents)
+    while True:
+        seed = secrets.token_bytes(32)
+        g = ParentGraph(seed, p.num_nodes, p.base_parents, p.exp_parents)
+        if any(g.parents(c) != true.parents(c) for c in cs):
+            return seed
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     cache = tmp_path_factory.mktemp("circuits")
     return build_porep("tiny", cache), cache
 
 
+@pytest.fixture(scope="module")
+def with_parents():
+    return build_porep(WITH_PARENTS)
+
+
+# ---------------------------------------------------------------------------- natively, by oracles
+
+
+def _root(leaf: int, pos: int, sibs: list, arities: list[int], sha: bool) -> int:
+    """A Merkle root from a leaf, its position and siblings, with hashlib / Python Poseidon."""
+    cur = leaf
+    for a, s in zip(arities, sibs):
+        s = [s] if sha else list(s)
+        kids = s[: pos % a] + [cur] + s[pos % a :]
+        if sha:
+            raw = hashlib.sha256(b"".join(x.to_bytes(32, "little") for x in kids)).digest()
+            cur = int.from_bytes(raw, "little") & MASK254
+        else:
+            cur = poseidon_hash(kids)
+        pos //= a
+    assert pos == 0
+    return cur
+
+
+def _filecoin_entries(layer: int, base: list[int], exp: list[int]) -> list[int]:
+    """Filecoin's 37 parent entries, written out as its circuit does for 6 + 8 parents."""
+    if layer == 1:
+        return base * 6 + base[:1]
+    both = base + exp
+    return both * 2 + both[:9]
+
+
+def _check_natively(sector, part, challenges: int | None = None) -> None:
+    """Every claim of a SHA-256 partition with 6 + 8 parents, with hashlib and Python Poseidon."""
+    p = part.params
+    assert (p.base_parents, p.exp_parents) == (6, 8) and p.sha
+    arities = poseidon_tree_arities(p.log2_nodes)
+    g = ParentGraph(sector.graph_seed, p.num_nodes, 6, 8)
+    assert sector.comm_r == poseidon_hash([sector.comm_c, sector.comm_r_last])
+    assert part.public[:3] == [sector.replica_id, sector.comm_d, sector.comm_r]
+    ipc = 1 + 14
+    for i, c in enumerate(part.challenges[:challenges]):
+        block = part.public[3 + i * ipc : 3 + (i + 1) * ipc]
+        assert block[0] == c and 1 <= c < p.num_nodes and block[1:] == g.parents(c)
+        cols = part.free["parent_cols"][i]
+        for j, pos in enumerate(block[1:]):
+            sibs = [part.free[f"pc_sib{lvl}"][i][j] for lvl in range(len(arities))]
+            assert _root(poseidon_hash(cols[j]), pos, sibs, arities, False) == sector.comm_c
+        labels = []
+        for layer in range(1, p.layers + 1):
+            base = [cols[j][layer - 1] for j in range(6)]
+            exp = [cols[6 + j][layer - 2] for j in range(8)] if layer > 1 else []
+            msg = (sector.replica_id.to_bytes(32, "little") + layer.to_bytes(4, "big") + c.to_bytes(8, "big")
+                   + bytes(20) + b"".join(x.to_bytes(32, "little") for x in _filecoin_entries(layer, base, exp)))
+            assert len(msg) == 64 + 37 * 32
+            labels.append(int.from_bytes(hashlib.sha256(msg).digest(), "little") & MASK254)
+        c_sibs = [part.free[f"c_sib{lvl}"][i] for lvl in range(len(arities))]
+        assert _root(poseidon_hash(labels), c, c_sibs, arities, False) == sector.comm_c
+        replica = (part.free["data"][i] + labels[-1]) % R_MOD
+        r_sibs = [part.free[f"r_sib{lvl}"][i] for lvl in range(len(arities))]
+        assert _root(replica, c, r_sibs, arities, False) == sector.comm_r_last
+        d_sibs = [part.free[f"d_sib{lvl}"][i] for lvl in range(p.log2_nodes)]
+        assert _root(part.free["data"][i], c, d_sibs, [2] * p.log2_nodes, True) == sector.comm_d
+
+
+def test_graph_shape_and_seeding() -> None:
+    seed = secrets.token_bytes(32)
+    n = 1 << random.randrange(4, 31)
+    g = ParentGraph(seed, n, 6, 8)
+    rnd = random.Random()
+    for v in [0, 1, 2, 3, n - 1] + [rnd.randrange(n) for _ in range(50)]:
+        base, exp = g.base_parents(v), g.exp_parents(v)
+        assert len(base) == 6 and len(exp) == 8 and g.parents(v) == base + exp
+        assert all(0 <= e < n for e in exp)
+        if v < 2:
+            assert base == [0] * 6
+        else:
+            assert base[0] == v - 1 and all(0 <= b < v for b in base)
+    assert ParentGraph(seed, n, 6, 8).parents(n - 1) == g.parents(n - 1)
+    other = ParentGraph(secrets.token_bytes(32), n, 6, 8)
+    assert any(other.parents(v) != g.parents(v) for v in range(2, 40))
+    with pytest.raises(ValueError, match="outside the graph"):
+        g.parents(n)
+
+
+@pytest.mark.parametrize("params", [
+    preset_params("medium"),  # a full sector: every label real
+    PorepParams(challenges=2, layers=2, log2_nodes=20, base_parents=6, exp_parents=8),  # sparse
+])
+def test_sector_statement_matches_hashlib_and_poseidon(params: PorepParams) -> None:
+    sector, parts = generate_partitions(params, random.randrange(2**32), partitions=2)
+    for part in parts:
+        assert part.public == sector.statement(parts.index(part)).public_inputs()
+        _check_natively(sector, part)
+
+
+def test_porep_32g_statement_matches_hashlib_and_poseidon() -> None:
+    p = preset_params("porep-32g")
+    assert (p.challenges, p.layers, p.num_nodes, p.base_parents, p.exp_parents) == (18, 11, 2**30, 6, 8)
+    sector, parts = generate_partitions("porep-32g", random.randrange(2**32))
+    assert len(parts[0].public) == 3 + 18 * 15
+    _check_natively(sector, parts[0], challenges=1)
+
+
+# ---------------------------------------------------------------------------- tiny
+
+
 def test_tiny_witness_satisfies_and_every_value_matters(tiny) -> None:
     shape, _ = tiny
-    seed = random.randrange(2**32)
-    sector, parts = generate_partitions("tiny", seed)
+    sector, parts = generate_partitions("tiny", random.randrange(2**32))
     pub, z = porep_witness(shape, parts[0])
     assert pub == [sector.replica_id, sector.comm_d, sector.comm_r, *parts[0].challenges]
     r = shape.r1cs
-    assert r.num_constraints <= 2**12
+    assert 2**11 < r.num_constraints <= 2**12
     assert is_satisfied(r, z)
     zi = from_mont_fr(z)
     assert unsatisfied_rows_py(r, zi) == []
     assert witness_python(shape, parts[0].public, parts[0].free) == zi
-    # changing any one witness value breaks some constraint (tiny leaves out the SHA-256
-    # parts, so replica_id and comm_d, public inputs 1 and 2, are not used by its constraints)
+    # no witness value can change alone, public inputs included (replica_id and comm_d as well)
     rnd = random.Random()
-    variables = list(range(3, r.num_vars))
+    variables = list(range(1, r.num_vars))
     assert free_variables(r, zi, variables, [rnd.randrange(1, R_MOD) for _ in variables]) == []
-    assert free_variables(r, zi, [1, 2], [5, 7]) == [1, 2]  # the checker does see free ones
     for v in rnd.sample(variables, 5):  # the same, through the numba evaluation
         assert not is_satisfied(r, _tamper(z, v, rnd))
 
@@ -66,13 +189,181 @@ def test_tiny_public_inputs_are_bound(tiny) -> None:
     sector, parts = generate_partitions("tiny", random.randrange(2**32))
     part = parts[0]
     assert sector.comm_r == poseidon_hash([sector.comm_c, sector.comm_r_last])
-    wrong_r = [part.public[0], part.public[1], (part.public[2] + 1) % R_MOD, *part.public[3:]]
-    n = part.params.num_nodes
-    wrong_c = [*part.public[:3], (part.public[3] + 1) % n, *part.public[4:]]
-    for pub in (wrong_r, wrong_c):
+    for i in range(4):  # replica_id, comm_d, comm_r, the challenge
+        pub = list(part.public)
+        pub[i] = (pub[i] + random.randrange(1, 7)) % (part.params.num_nodes if i == 3 else R_MOD)
         bad = porep_mod.PorepPartition(part.params, pub, part.free, part.challenges)
         _, z = porep_witness(shape, bad)
-        assert not is_satisfied(shape.r1cs, z)
+        assert not is_satisfied(shape.r1cs, z), f"public input {i} is free"
+
+
+def test_tiny_groth16_proof_verifies_and_binds_replica_id_and_comm_d(tiny) -> None:
+    """A tiny partition proven with the project's Groth16, checked by the oracle's pairing
+    against the statement's public inputs; rejected for a foreign comm_d, replica_id or comm_r
+    and for another challenge seed."""
+    from engine.groth16.prove import prove
+    from engine.groth16.setup import setup
+    from engine.groth16.verify import verify
+    from engine.groth16.vkey import verifying_key
+    from kernels.backend import get_backend
+
+    shape, _ = tiny
+    backend = get_backend("cpu")
+    pk = setup(shape.r1cs, secrets.token_hex(8), backend)
+    vk = verifying_key(pk)
+    seed = random.randrange(2**32)
+    sector, parts = generate_partitions("tiny", seed)
+    other, _ = generate_partitions("tiny", seed + 1)
+    _, z = porep_witness(shape, parts[0])
+    proof = prove(pk, shape.r1cs, z, backend)
+    st = sector.statement(0)
+    assert verify(vk, st.public_inputs(), proof)
+    for field in ("comm_d", "replica_id", "comm_r"):
+        foreign = PorepStatement(**{**st.__dict__, field: getattr(other, field)})
+        # a foreign replica_id may move the challenge too; either way the proof must fail
+        assert not verify(vk, foreign.public_inputs(), proof), field
+    for x in range(1, 8):  # every other challenge index of this 8-node sector
+        if x != parts[0].challenges[0]:
+            assert not verify(vk, [*st.public_inputs()[:3], x], proof)
+    # and no satisfying witness exists for a foreign comm_d: the prover refuses
+    pub = [parts[0].public[0], other.comm_d, *parts[0].public[2:]]
+    _, zbad = porep_witness(shape, porep_mod.PorepPartition(parts[0].params, pub, parts[0].free, []))
+    with pytest.raises(ValueError):
+        prove(pk, shape.r1cs, zbad, backend)
+
+
+# ---------------------------------------------------------------------------- parents
+
+
+def test_parent_positions_and_labels_are_bound(with_parents) -> None:
+    """The graph statement on a Poseidon-only shape with 2 + 1 parents: the genuine witness
+    satisfies; labels computed over a foreign graph satisfy nothing, whether the prover opens
+    the true graph's parents (the labels then do not hash to them) or claims the foreign
+    graph's positions (the verifier derives the true ones)."""
+    shape = with_parents
+    seed = random.randrange(2**32)
+    sector, parts = generate_partitions(WITH_PARENTS, seed)
+    _, z = porep_witness(shape, parts[0])
+    zi = from_mont_fr(z)
+    assert is_satisfied(shape.r1cs, z) and unsatisfied_rows_py(shape.r1cs, zi) == []
+    assert witness_python(shape, parts[0].public, parts[0].free) == zi
+    foreign = _foreign_seed(WITH_PARENTS, parts[0].challenges)
+    # labels from the foreign graph, the true graph's parents opened at the true positions
+    cheat_sector, cheat = generate_partitions(WITH_PARENTS, seed, label_graph_seed=foreign)
+    assert cheat[0].public[3:] == parts[0].public[3:]
+    _, zc = porep_witness(shape, cheat[0])
+    assert not is_satisfied(shape.r1cs, zc)
+    assert unsatisfied_rows_py(shape.r1cs, from_mont_fr(zc))
+    # a sector consistent with the foreign graph, against the true graph's public inputs
+    f_sector, f_parts = generate_partitions(WITH_PARENTS, seed, graph_seed=foreign)
+    true_public = PorepStatement(**{**f_sector.statement(0).__dict__,
+                                    "graph_seed": sector.graph_seed}).public_inputs()
+    assert true_public != f_parts[0].public
+    _, zf = porep_witness(shape, f_parts[0])
+    assert is_satisfied(shape.r1cs, zf)  # its own statement holds
+    _, zt = porep_witness(shape, porep_mod.PorepPartition(WITH_PARENTS, true_public, f_parts[0].free, []))
+    assert not is_satisfied(shape.r1cs, zt)
+    rnd = random.Random()
+    for v in rnd.sample(range(1, shape.r1cs.num_vars), 20):
+        assert not is_satisfied(shape.r1cs, _tamper(z, v, rnd)), f"variable {v} can change freely"
+
+
+def test_proof_over_a_foreign_graph_is_rejected(with_parents) -> None:
+    """A proof made with another graph's parents verifies for that graph's public inputs and is
+    rejected by the oracle's pairing against the true graph's."""
+    from engine.groth16.prove import prove
+    from engine.groth16.setup import setup
+    from engine.groth16.verify import verify
+    from engine.groth16.vkey import verifying_key
+    from kernels.backend import get_backend
+
+    shape = with_parents
+    be = get_backend("cpu")
+    pk = setup(shape.r1cs, secrets.token_hex(8), be)
+    vk = verifying_key(pk)
+    seed = random.randrange(2**32)
+    sector, parts = generate_partitions(WITH_PARENTS, seed)
+    foreign = _foreign_seed(WITH_PARENTS, parts[0].challenges)
+    f_sector, f_parts = generate_partitions(WITH_PARENTS, seed, graph_seed=foreign)
+    _, z = porep_witness(shape, f_parts[0])
+    proof = prove(pk, shape.r1cs, z, be)
+    f_statement = f_sector.statement(0)
+    assert verify(vk, f_statement.public_inputs(), proof)
+    true_statement = PorepStatement(**{**f_statement.__dict__, "graph_seed": sector.graph_seed})
+    assert not verify(vk, true_statement.public_inputs(), proof)
+    tampered = bytes([proof[0] ^ 0x01]) + proof[1:]
+    assert not verify(vk, f_statement.public_inputs(), tampered)
+
+
+# ---------------------------------------------------------------------------- shapes and counts
+
+
+def test_counts_equal_real_builds(tiny, with_parents) -> None:
+    for shape, p in ((tiny[0], preset_params("tiny")), (with_parents, WITH_PARENTS)):
+        total, per = count_porep(p)
+        assert total == shape.r1cs.num_constraints and sum(per.values()) == total
+        assert per["public inputs (x·0 = 0)"] == 1 + p.num_public == shape.r1cs.num_inputs
+
+
+@pytest.mark.slow
+def test_porep_32g_count_is_filecoins() -> None:
+    total, per = count_porep("porep-32g")
+    assert total < 2**27 and abs(total - 130_278_869) / 130_278_869 < 0.03
+    assert per["public inputs (x·0 = 0)"] == 1 + 3 + 18 * 15
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["small", "medium", "large"])
+def test_preset_counts_equal_real_builds(tmp_path, preset: str) -> None:
+    shape = build_porep(preset, tmp_path)
+    assert count_porep(preset)[0] == shape.r1cs.num_constraints
+    if preset == "large":
+        assert 2**23 < shape.r1cs.num_constraints <= 2**24
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["small", "medium"])
+def test_preset_satisfies_with_every_gadget(tmp_path, preset: str) -> None:
+    shape = build_porep(preset, tmp_path)
+    names = [t.name for t in shape.templates]
+    assert {"sha256-level", "poseidon8-level", "column2", "comm_r", "replica-bits"} <= set(names)
+    # each gadget was traced once and replicated: one template per name, many placements
+    assert len(names) == len(set(names)) and len(shape.stages) > len(names)
+    p = preset_params(preset)
+    seed = random.randrange(2**32)
+    sector, parts = generate_partitions(preset, seed)
+    _, z = porep_witness(shape, parts[0])
+    r = shape.r1cs
+    a, b, c = evaluate(r, z)
+    assert first_unsatisfied(a, b, c) < 0
+    zi = from_mont_fr(z)
+    if preset == "small":  # the independent Python-int check as well
+        assert unsatisfied_rows_py(r, zi) == []
+    labels = shape.regions["labels"]
+    ch = parts[0].challenges[0]
+    if p.num_parents == 0:
+        assert zi[labels[0, 0]] == porep_mod.sha_label(sector.replica_id, 1, ch, [])
+    else:
+        _check_natively(sector, parts[0])
+        assert {"label6", "label14"} <= set(names)
+        # labels over a foreign graph, opened at the true parents: no satisfying witness
+        _, cheat = generate_partitions(preset, seed, label_graph_seed=_foreign_seed(p, parts[0].challenges))
+        _, zc = porep_witness(shape, cheat[0])
+        assert not is_satisfied(r, zc)
+    rnd = random.Random()
+    for v in rnd.sample(range(1, r.num_vars), 40):
+        assert not is_satisfied(r, _tamper(z, v, rnd)), f"variable {v} can change freely"
+
+
+def test_presets_keep_their_shapes() -> None:
+    assert set(PRESETS) == {"tiny", "small", "medium", "large", "porep-32g"}
+    for name in ("medium", "large", "porep-32g"):
+        p = preset_params(name)
+        assert (p.base_parents, p.exp_parents, p.sha) == (6, 8, True)
+    assert preset_params("large").log2_nodes == 9 and preset_params("porep-32g").layers == 11
+
+
+# ---------------------------------------------------------------------------- cache and bad input
 
 
 def test_cache_reused(tiny, monkeypatch) -> None:
@@ -90,50 +381,16 @@ def test_cache_reused(tiny, monkeypatch) -> None:
     _, parts = generate_partitions("tiny", 3)
     _, z = porep_witness(again, parts[0])
     assert is_satisfied(again.r1cs, z)
-    other = PorepParams(challenges=1, layers=2, log2_nodes=3, parents=0, sha=False)
+    other = PorepParams(challenges=2, layers=2, log2_nodes=3, sha=False)
     with pytest.raises(pytest.fail.Exception):
         build_porep(other, cache)  # a different shape is not served from the cache
 
 
-def test_generator_is_reproducible_and_real() -> None:
+def test_generator_is_reproducible() -> None:
     s1, p1 = generate_partitions("small", 11)
     s2, p2 = generate_partitions("small", 11)
     s3, _ = generate_partitions("small", 12)
     assert s1 == s2 and p1[0].public == p2[0].public and s1.comm_r != s3.comm_r
-    p = preset_params("small")
-    # the labels of a full sector are real: layer 1 of challenged node c
-    c = p1[0].challenges[0]
-    label1 = sha256_field(label_message(s1.replica_id, 1, c, [0] * p.parents))
-    assert label1 < 2**254
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("preset", ["small", "medium"])
-def test_preset_satisfies_with_every_gadget(tmp_path, preset: str) -> None:
-    shape = build_porep(preset, tmp_path)
-    names = [t.name for t in shape.templates]
-    assert {"label", "sha256-level", "poseidon8-level", "column2", "comm_r"} <= set(names)
-    # each gadget was traced once and replicated: one template per name, many placements
-    assert len(names) == len(set(names)) and len(shape.stages) > len(names)
-    sector, parts = generate_partitions(preset, random.randrange(2**32))
-    _, z = porep_witness(shape, parts[0])
-    r = shape.r1cs
-    a, b, c = evaluate(r, z)
-    assert first_unsatisfied(a, b, c) < 0
-    zi = from_mont_fr(z)
-    if preset == "small":  # the independent Python-int check as well
-        assert unsatisfied_rows_py(r, zi) == []
-    labels = shape.regions["labels"]
-    ch = parts[0].challenges[0]
-    npar = preset_params(preset).parents
-    if npar == 0:
-        assert zi[labels[0, 0]] == sha256_field(label_message(sector.replica_id, 1, ch, []))
-    else:  # layer 2 hashes the parents' layer-1 labels
-        par = parts[0].free["parent_labels"][0][1]
-        assert zi[labels[0, 1]] == sha256_field(label_message(sector.replica_id, 2, ch, par))
-    rnd = random.Random()
-    for v in rnd.sample(range(1, r.num_vars), 40):
-        assert not is_satisfied(r, _tamper(z, v, rnd)), f"variable {v} can change freely"
 
 
 def test_too_large_for_this_machine_is_a_clear_error(monkeypatch) -> None:
@@ -148,16 +405,20 @@ def test_bad_presets_and_params() -> None:
     with pytest.raises(ValueError, match="unknown porep preset"):
         preset_params("huge")
     for bad in (
-        PorepParams(challenges=0, layers=2, log2_nodes=3, parents=0),
-        PorepParams(challenges=1, layers=3, log2_nodes=3, parents=0),
-        PorepParams(challenges=1, layers=2, log2_nodes=0, parents=0),
-        PorepParams(challenges=1, layers=2, log2_nodes=3, parents=-1),
+        PorepParams(challenges=0, layers=2, log2_nodes=3),
+        PorepParams(challenges=1, layers=3, log2_nodes=3),
+        PorepParams(challenges=1, layers=2, log2_nodes=0),
+        PorepParams(challenges=1, layers=2, log2_nodes=3, base_parents=-1),
+        PorepParams(challenges=1, layers=2, log2_nodes=3, base_parents=30, exp_parents=8),
+        PorepParams(challenges=1, layers=2, log2_nodes=3, base_parents=0, exp_parents=2),
+        PorepParams(challenges=1, layers=2, log2_nodes=3, base_parents=6, exp_parents=8, sha=False),
     ):
         with pytest.raises(ValueError, match="porep"):
             build_porep(bad)
     with pytest.raises(ValueError):
         generate_partitions("tiny", 1, partitions=0)
-    assert set(PRESETS) == {"tiny", "small", "medium", "large", "porep-32g"}
+    with pytest.raises(ValueError, match="full sector"):
+        generate_partitions(PorepParams(1, 2, 20, 2, 1), 1, label_graph_seed=bytes(32))
 
 
 def test_bench_synth_reports(tmp_path) -> None:
@@ -184,38 +445,6 @@ def test_input_constraints_match_r1cs_helper() -> None:
     cut = lambda m: CSR(m.indptr[: m.rows - n + 1], m.indices[: m.indptr[m.rows - n]], m.data[: m.indptr[m.rows - n]])
     bare = R1CS(n, r.num_aux, cut(r.A), cut(r.B), cut(r.C))
     assert with_input_constraints(bare, ONE_MONT).digest() == r.digest()
-
-
-def test_tiny_groth16_proof_verifies_and_binds_public_inputs(tiny) -> None:
-    """A tiny partition proven with the project's Groth16 and checked by the oracle's pairing;
-    rejected with a wrong comm_r and with a wrong challenge index."""
-    import secrets
-
-    from engine.groth16.prove import prove
-    from engine.groth16.setup import setup
-    from engine.groth16.verify import verify
-    from engine.groth16.vkey import verifying_key
-    from kernels.backend import get_backend
-
-    shape, _ = tiny
-    backend = get_backend("cpu")
-    pk = setup(shape.r1cs, secrets.token_hex(8), backend)
-    vk = verifying_key(pk)
-    _, parts = generate_partitions("tiny", random.randrange(2**32))
-    public, z = porep_witness(shape, parts[0])
-    proof = prove(pk, shape.r1cs, z, backend)
-    assert verify(vk, public, proof)
-    wrong_r = list(public)
-    wrong_r[2] = (wrong_r[2] + 1) % R_MOD
-    assert not verify(vk, wrong_r, proof)
-    wrong_c = list(public)
-    wrong_c[3] = (wrong_c[3] + 1) % parts[0].params.num_nodes
-    assert not verify(vk, wrong_c, proof)
-    # and no satisfying witness exists for the wrong challenge: the prover refuses
-    bad = porep_mod.PorepPartition(parts[0].params, wrong_c, parts[0].free, parts[0].challenges)
-    _, zbad = porep_witness(shape, bad)
-    with pytest.raises(ValueError):
-        prove(pk, shape.r1cs, zbad, backend)
 
 
 def test_synthesize_into_preallocated_buffers(tiny) -> None:

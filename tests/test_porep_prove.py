@@ -1,6 +1,6 @@
 """A `small` porep partition (every gadget: SHA-256 tree_d and labelling, Poseidon trees, column
 hash, encoding) proven on the CPU and checked by py_arkworks_bls12381's pairing; the proof is
-rejected against a wrong comm_r and a wrong challenge index."""
+rejected against a wrong comm_r, replica_id or comm_d and a wrong challenge index."""
 
 from __future__ import annotations
 
@@ -29,8 +29,10 @@ def test_small_partition_proof_verifies_and_binds_public_inputs(tmp_path) -> Non
     assert pub[:3] == [sector.replica_id, sector.comm_d, sector.comm_r]
     proof = prove(pk, shape.r1cs, z, be)
     vk = verifying_key(pk)
-    assert verify(vk, pub, proof)
-    wrong_comm_r = [pub[0], pub[1], (pub[2] + 1) % R_MOD, *pub[3:]]
-    assert not verify(vk, wrong_comm_r, proof)
+    assert verify(vk, sector.statement(0).public_inputs(), proof)  # what the verifier derives
+    for i in range(3):  # replica_id, comm_d, comm_r
+        wrong = list(pub)
+        wrong[i] = (wrong[i] + 1) % R_MOD
+        assert not verify(vk, wrong, proof)
     wrong_challenge = [*pub[:3], pub[3] ^ 1, *pub[4:]]
     assert not verify(vk, wrong_challenge, proof)

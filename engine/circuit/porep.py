@@ -1,29 +1,33 @@
-"""The ``porep`` circuit family: one partition of a PoRep-shaped proof, its presets, and a
-seeded synthetic-sector job generator.
+"""The ``porep`` circuit family: one partition of a PoRep proof as Filecoin's StackedCircuit
+states it, built from gadget templates.
 
-For each of k challenges c the partition proves:
-- the data node's inclusion in tree_d (SHA-256 binary tree, root comm_d, public);
-- the labelling of node c on each layer ℓ = 1..L: label = trunc(SHA-256(replica_id ‖ ℓ as u32 BE
-  ‖ c as u64 BE ‖ 20 zero bytes ‖ the P parent labels)), field elements as 32 bytes LE;
+Public inputs (engine/circuit/statement.py derives them from the sector's commitments and the
+seeds): replica_id, comm_d, comm_r, then per challenge its node index c and the positions of its
+base and expander parents. For each challenge the partition proves:
+- the data node's inclusion in tree_d (SHA-256 binary tree, root comm_d);
+- each parent's column (its labels on every layer) opened against comm_c: the column hash
+  Poseidon_L and a tree_c path whose position bits are the unpacked public parent position;
+- the label of c on each layer ℓ = 1..L recomputed from the opened columns (engine/circuit/
+  sector.py has the formula: base parents' labels on ℓ, expander parents' on ℓ − 1, cycled to
+  37 entries);
 - the encoding: replica node = data node + key, the key being the last layer's label;
 - the replica node's inclusion in tree_r_last (Poseidon, arity 8 then 2, root comm_r_last);
-- the column hash Poseidon_L(labels of c on every layer) and its inclusion in tree_c (same
-  shape, root comm_c);
-- and once: comm_r = Poseidon_2(comm_c, comm_r_last) (public).
-Every Merkle path's bits are the bits of the public challenge index, unpacked in the circuit.
-Public inputs: replica_id, comm_d, comm_r, then the k challenge indices.
+- the column hash of c's labels and its inclusion in tree_c;
+- and once: comm_r = Poseidon_2(comm_c, comm_r_last).
+The challenged paths' bits are the bits of the public index c, unpacked in the circuit, so every
+opened position is bound to a public input. In the Poseidon-only mode (``sha=False``: ``tiny``)
+tree_d is a Poseidon tree and a label is Poseidon_11 of replica_id, ℓ·2^64 + c and 9 parent
+entries, so replica_id and comm_d stay bound at about 2^11 constraints.
 
-Synthetic sectors: parents of node i are P seeded pseudo-random nodes, their labels taken from
-layer ℓ − 1 (layer 0 is all zeros). Sectors up to ``FULL_TREE_LOG2`` nodes are computed in full
-(every label, every tree node); larger ones are sparse (only what the challenged paths touch is
-real, the rest are seeded stand-ins), which keeps porep-32g's shape without a 32 GiB sector.
+The shape, presets and seeds are in params.py, the graph in graph.py, the synthetic sectors in
+sector.py; this module re-exports what callers use.
 """
 
 from __future__ import annotations
 
-import hashlib
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -33,78 +37,42 @@ from engine.circuit.builder import CircuitBuilder, CircuitShape, cached_build
 from engine.circuit.merkle import (
     eq_template,
     poseidon_level_template,
-    poseidon_paths,
     poseidon_tree_arities,
     sha_level_template,
-    sha_paths,
 )
-from engine.circuit.native import poseidon_many, random_field_254
+from engine.circuit.params import (  # noqa: F401  (re-exported)
+    LABEL_PARENTS,
+    LAYER_BITS,
+    POSEIDON_LABEL_ENTRIES,
+    PRESETS,
+    PorepParams,
+    default_graph_seed,
+    job_challenge_seed,
+    preset_params,
+    preset_partitions,
+)
 from engine.circuit.poseidon import poseidon_gadget
-from engine.circuit.poseidon_params import ARITIES
-from engine.circuit.sha256 import digest_to_field, field_to_stream, sha256_field, sha256_stream
+from engine.circuit.sector import (  # noqa: F401  (re-exported)
+    FULL_TREE_LOG2,
+    PorepPartition,
+    Sector,
+    expand_parents,
+    generate_partitions,
+    label_message,
+    sha_label,
+)
+from engine.circuit.sha256 import digest_to_field, field_to_stream, sha256_stream
+from engine.circuit.statement import PorepStatement  # noqa: F401  (re-exported)
 from engine.circuit.template import ONE, OP_LIN, Bit, Template, Tracer, lc_sum, var
 from engine.circuit.witness import fill_inputs, witness_numba
-from kernels.constants import R_MOD
 
-FULL_TREE_LOG2 = 12
-LAYER_BITS = 4  # layer indices 1..15 fit in the low nibble of the u32
-
-
-@dataclass(frozen=True)
-class PorepParams:
-    """The shape of one partition."""
-
-    challenges: int  # k
-    layers: int  # L (2, 8 or 11: the column hash arity)
-    log2_nodes: int  # sector nodes = 2^log2_nodes; tree depths follow
-    parents: int  # P, parent labels hashed per label
-    sha: bool = True  # prove tree_d and the labelling (False: Poseidon parts only)
-
-    def validate(self) -> None:
-        if not 1 <= self.challenges <= 4096:
-            raise ValueError(f"porep: challenges must be 1..4096, got {self.challenges}")
-        if self.layers not in ARITIES:
-            raise ValueError(f"porep: layers must be one of {ARITIES} (the column-hash arity), got {self.layers}")
-        if not 1 <= self.log2_nodes <= 32:
-            raise ValueError(f"porep: log2_nodes must be 1..32, got {self.log2_nodes}")
-        if not 0 <= self.parents <= 64:
-            raise ValueError(f"porep: parents must be 0..64, got {self.parents}")
-
-    @property
-    def num_nodes(self) -> int:
-        return 1 << self.log2_nodes
-
-    @property
-    def num_public(self) -> int:
-        return 3 + self.challenges
-
-
-PRESETS: dict[str, tuple[PorepParams, int]] = {
-    # name: (params, partitions per job)
-    "tiny": (PorepParams(challenges=2, layers=2, log2_nodes=3, parents=0, sha=False), 1),
-    "small": (PorepParams(challenges=1, layers=2, log2_nodes=3, parents=0), 1),
-    "medium": (PorepParams(challenges=2, layers=2, log2_nodes=6, parents=4), 1),
-    "large": (PorepParams(challenges=8, layers=11, log2_nodes=9, parents=6), 1),
-    "porep-32g": (PorepParams(challenges=18, layers=11, log2_nodes=30, parents=37), 10),
-}
-
-
-def preset_params(preset: str) -> PorepParams:
-    if preset not in PRESETS:
-        raise ValueError(f"unknown porep preset {preset!r} (choose one of {', '.join(PRESETS)})")
-    return PRESETS[preset][0]
-
-
-def preset_partitions(preset: str) -> int:
-    preset_params(preset)
-    return PRESETS[preset][1]
-
+REPLICA_BITS = 254  # replica ids and labels are truncated digests, below 2^254
 
 # ---------------------------------------------------------------------------- templates
 
 
 def challenge_template(log2_nodes: int) -> Template:
-    """Input: a challenge index. Outputs: its log2_nodes bits (binds index < 2^log2_nodes)."""
+    """Input: a node index. Outputs: its log2_nodes bits (binds index < 2^log2_nodes)."""
     tr = Tracer("challenge-bits", 1)
     for b in unpack(tr, var(tr.input(0)), log2_nodes):
         tr.output(b.slot)
@@ -121,24 +89,49 @@ def zero_template() -> Template:
     return tr.finish()
 
 
+def replica_bits_template() -> Template:
+    """Input: replica_id. Outputs: its 254 LE bits, unpacked once for every label."""
+    tr = Tracer("replica-bits", 1)
+    for b in unpack(tr, var(tr.input(0)), REPLICA_BITS):
+        tr.output(b.slot)
+    return tr.finish()
+
+
 def label_template(log2_nodes: int, parents: int) -> Template:
-    """Inputs: replica_id, LAYER_BITS layer bits, log2_nodes node bits, P parent labels.
-    Output: the label (truncated SHA-256 of the labelling message)."""
-    tr = Tracer("label", 1 + LAYER_BITS + log2_nodes + parents)
-    replica = tr.input(0)
-    layer = [Bit(tr.input(1 + i)) for i in range(LAYER_BITS)]
-    node = [Bit(tr.input(1 + LAYER_BITS + i)) for i in range(log2_nodes)]
-    par = [tr.input(1 + LAYER_BITS + log2_nodes + j) for j in range(parents)]
+    """Inputs: 254 replica_id bits, LAYER_BITS layer bits, log2_nodes node bits, then the
+    ``parents`` parent labels (base, then expander). Output: the label, the truncated SHA-256 of
+    the label message with the parents cycled to 37 entries."""
+    n_in = REPLICA_BITS + LAYER_BITS + log2_nodes + parents
+    tr = Tracer(f"label{parents}", n_in)
+    rep = [Bit(tr.input(i)) for i in range(REPLICA_BITS)]
+    layer = [Bit(tr.input(REPLICA_BITS + i)) for i in range(LAYER_BITS)]
+    node = [Bit(tr.input(REPLICA_BITS + LAYER_BITS + i)) for i in range(log2_nodes)]
+    par = [tr.input(REPLICA_BITS + LAYER_BITS + log2_nodes + j) for j in range(parents)]
     zero = Bit.const(0)
-    stream = field_to_stream(unpack(tr, var(replica), 254))
+    stream = field_to_stream(rep)
     layer32 = layer + [zero] * (32 - LAYER_BITS)
     stream += [layer32[31 - i] for i in range(32)]  # u32 big-endian
     node64 = node + [zero] * (64 - log2_nodes)
     stream += [node64[63 - i] for i in range(64)]  # u64 big-endian
     stream += [zero] * (20 * 8)
-    for p in par:
-        stream += field_to_stream(unpack(tr, var(p), 254))
+    par_streams = [field_to_stream(unpack(tr, var(x), REPLICA_BITS)) for x in par]
+    for s in expand_parents(par_streams):
+        stream += s
     tr.output(digest_to_field(tr, sha256_stream(tr, stream)))
+    return tr.finish()
+
+
+def poseidon_label_template() -> Template:
+    """Inputs: replica_id, the node index, LAYER_BITS layer bits, 9 parent entries (already
+    cycled, or zero wires). Output: Poseidon_11(replica_id, layer·2^64 + node, entries), the
+    Poseidon-only mode's label."""
+    tr = Tracer("poseidon-label", 2 + LAYER_BITS + POSEIDON_LABEL_ENTRIES)
+    tag = tr.alloc()
+    lc = lc_sum((1, var(tr.input(1))), *((1 << (64 + i), var(tr.input(2 + i))) for i in range(LAYER_BITS)))
+    tr.enforce(lc, var(ONE), var(tag))
+    tr.emit(OP_LIN, tag, tr.lc_args(lc))
+    entries = [tr.input(2 + LAYER_BITS + j) for j in range(POSEIDON_LABEL_ENTRIES)]
+    tr.output(poseidon_gadget(tr, [tr.input(0), tag, *entries]))
     return tr.finish()
 
 
@@ -170,68 +163,107 @@ def comm_r_template() -> Template:
 # ---------------------------------------------------------------------------- the circuit
 
 
-def _poseidon_path(cb: CircuitBuilder, leaf: np.ndarray, bits: list[np.ndarray], name: str,
+def _poseidon_path(cb: CircuitBuilder, leaf: np.ndarray, bits: list[np.ndarray], name: str, shape: tuple,
                    log2_nodes: int, tmpl: dict[int, Template]) -> np.ndarray:
-    k = len(leaf)
+    """Place a Poseidon Merkle path per leaf (flat arrays); siblings are free regions
+    ``{name}_sib{level}`` of shape ``shape + (arity − 1,)``."""
     cur = leaf
     pos = 0
     for lvl, a in enumerate(poseidon_tree_arities(log2_nodes)):
         m = a.bit_length() - 1
-        sib = cb.free(f"{name}_sib{lvl}", (k, a - 1))
+        sib = cb.free(f"{name}_sib{lvl}", (*shape, a - 1)).reshape(-1, a - 1)
         inputs = np.concatenate([cur[:, None], sib, np.stack(bits[pos : pos + m], axis=1)], axis=1)
         (cur,) = cb.place(tmpl[a], inputs)
         pos += m
     return cur
 
 
-def _build(p: PorepParams, say: Callable[[str], None] = lambda _msg: None) -> CircuitShape:
-    k, L, n = p.challenges, p.layers, p.log2_nodes
-    say(f"tracing the porep gadgets (k={k}, L={L}, 2^{n} nodes, {p.parents} parents)")
+def _place(p: PorepParams, say: Callable[[str], None] = lambda _msg: None) -> CircuitBuilder:
+    """Every placement of the partition circuit (not yet compiled into matrices)."""
+    k, L, n, P = p.challenges, p.layers, p.log2_nodes, p.num_parents
+    say(f"tracing the porep gadgets (k={k}, L={L}, 2^{n} nodes, {p.base_parents} + {p.exp_parents} parents)")
     cb = CircuitBuilder("porep", p.num_public)
     replica_id, comm_d, comm_r = cb.public(0), cb.public(1), cb.public(2)
-    chal = np.array([cb.public(3 + i) for i in range(k)], np.int64)
+    ipc = p.inputs_per_challenge
+    chal = np.array([cb.public(3 + i * ipc) for i in range(k)], np.int64)
     eq = eq_template()
-    bits = cb.place(challenge_template(n), chal[:, None])  # n arrays of (k,)
+    ct = challenge_template(n)
+    bits = cb.place(ct, chal[:, None])  # n arrays of (k,)
     data = cb.free("data", k)
     comm_c = cb.free("comm_c", 1)[0]
     comm_r_last = cb.free("comm_r_last", 1)[0]
+    tmpl = {a: poseidon_level_template(a) for a in set(poseidon_tree_arities(n))}
+    col = column_template(L)
+
+    if P:  # open every parent's column against comm_c at its public position
+        pos = np.array([[cb.public(3 + i * ipc + 1 + j) for j in range(P)] for i in range(k)], np.int64)
+        pbits = cb.place(ct, pos.reshape(-1, 1))  # n arrays of (k·P,)
+        pcols = cb.free("parent_cols", (k, P, L))
+        (pcol_hash,) = cb.place(col, pcols.reshape(k * P, L))
+        root_p = _poseidon_path(cb, pcol_hash, pbits, "pc", (k, P), n, tmpl)
+        cb.place(eq, np.stack([root_p, np.full(k * P, comm_c)], axis=1))
+
+    (zero,) = cb.place(zero_template(), np.zeros((1, 0), np.int64))
+    zero_var = int(zero[0])
+    labels = []
+
+    def parents_of(layer: int) -> np.ndarray:
+        """(k, m) variables of the parent labels a layer's label hashes (base, then expander)."""
+        if not P:
+            return np.zeros((k, 0), np.int64)
+        par = pcols[:, : p.base_parents, layer - 1]
+        if layer > 1 and p.exp_parents:
+            par = np.concatenate([par, pcols[:, p.base_parents :, layer - 2]], axis=1)
+        return par
 
     if p.sha:
-        (zero,) = cb.place(zero_template(), np.zeros((1, 0), np.int64))
-        zero_var = int(zero[0])
-        parents = cb.free("parent_labels", (k, L, p.parents))
-        say(f"tracing the labelling gadget ({p.parents} parents)")
-        lt = label_template(n, p.parents)
-        labels = []
+        say(f"tracing the labelling gadget ({LABEL_PARENTS} parent entries)")
+        rbits = np.concatenate(cb.place(replica_bits_template(), np.array([[replica_id]])))  # (254,)
+        first = label_template(n, p.base_parents)
+        later = label_template(n, P) if p.exp_parents else first
         for layer in range(1, L + 1):
             lbits = [ONE if (layer >> i) & 1 else zero_var for i in range(LAYER_BITS)]
             inputs = np.concatenate(
-                [np.full((k, 1), replica_id), np.tile(np.array(lbits, np.int64), (k, 1)),
-                 np.stack(bits, axis=1), parents[:, layer - 1, :]], axis=1)
-            (lab,) = cb.place(lt, inputs)
+                [np.tile(rbits, (k, 1)), np.tile(np.array(lbits, np.int64), (k, 1)),
+                 np.stack(bits, axis=1), parents_of(layer)], axis=1)
+            (lab,) = cb.place(first if layer == 1 else later, inputs)
             labels.append(lab)
-        labels_arr = np.stack(labels, axis=1)  # (k, L)
-        cb.name_region("labels", labels_arr)
-        # tree_d
         say("tracing the SHA-256 Merkle level")
         st = sha_level_template()
         cur = data
         for lvl in range(n):
             sib = cb.free(f"d_sib{lvl}", k)
             (cur,) = cb.place(st, np.stack([cur, sib, bits[lvl]], axis=1))
-        cb.place(eq, np.stack([cur, np.full(k, comm_d)], axis=1))
+        root_d = cur
     else:
-        labels_arr = cb.free("labels", (k, L))
+        plt = poseidon_label_template()
+        for layer in range(1, L + 1):
+            lbits = [ONE if (layer >> i) & 1 else zero_var for i in range(LAYER_BITS)]
+            par = parents_of(layer)
+            entries = (np.stack([par[:, j % par.shape[1]] for j in range(POSEIDON_LABEL_ENTRIES)], axis=1)
+                       if par.shape[1] else np.full((k, POSEIDON_LABEL_ENTRIES), zero_var))
+            inputs = np.concatenate([np.full((k, 1), replica_id), chal[:, None],
+                                     np.tile(np.array(lbits, np.int64), (k, 1)), entries], axis=1)
+            (lab,) = cb.place(plt, inputs)
+            labels.append(lab)
+        root_d = _poseidon_path(cb, data, bits, "d", (k,), n, tmpl)
+    cb.place(eq, np.stack([root_d, np.full(k, comm_d)], axis=1))
+    labels_arr = np.stack(labels, axis=1)  # (k, L)
+    cb.name_region("labels", labels_arr)
 
     (replica,) = cb.place(encode_template(), np.stack([data, labels_arr[:, L - 1]], axis=1))
     cb.name_region("replica", replica)
-    tmpl = {a: poseidon_level_template(a) for a in set(poseidon_tree_arities(n))}
-    root_r = _poseidon_path(cb, replica, bits, "r", n, tmpl)
+    root_r = _poseidon_path(cb, replica, bits, "r", (k,), n, tmpl)
     cb.place(eq, np.stack([root_r, np.full(k, comm_r_last)], axis=1))
-    (column,) = cb.place(column_template(L), labels_arr)
-    root_c = _poseidon_path(cb, column, bits, "c", n, tmpl)
+    (column,) = cb.place(col, labels_arr)
+    root_c = _poseidon_path(cb, column, bits, "c", (k,), n, tmpl)
     cb.place(eq, np.stack([root_c, np.full(k, comm_c)], axis=1))
     cb.place(comm_r_template(), np.array([[comm_c, comm_r_last, comm_r]], np.int64))
+    return cb
+
+
+def _build(p: PorepParams, say: Callable[[str], None] = lambda _msg: None) -> CircuitShape:
+    cb = _place(p, say)
     say(f"assembling the matrices (about {cb.matrix_bytes() / 2**20:.0f} MiB)")
     return cb.compile()
 
@@ -250,116 +282,23 @@ def build_porep(
     return cached_build("porep", asdict(p), lambda: _build(p, say), cache_dir, progress)
 
 
-# ---------------------------------------------------------------------------- jobs
-
-
-@dataclass
-class PorepPartition:
-    """One partition's inputs: public values and the private regions of the witness."""
-
-    params: PorepParams
-    public: list[int]  # replica_id, comm_d, comm_r, challenges
-    free: dict[str, object]
-    challenges: list[int]
-
-
-@dataclass
-class Sector:
-    """A synthetic sector (possibly sparse): what the partitions are proven against."""
-
-    params: PorepParams
-    seed: int
-    replica_id: int
-    comm_d: int
-    comm_c: int
-    comm_r_last: int
-    comm_r: int
-
-
-def _u64(seed: int, *tags: int | str) -> int:
-    h = hashlib.sha256(repr((seed, *tags)).encode()).digest()
-    return int.from_bytes(h[:8], "little")
-
-
-def parent_indices(seed: int, node: int, count: int, num_nodes: int) -> list[int]:
-    """The P parents of ``node``: seeded pseudo-random node indices."""
-    return [_u64(seed, "parent", node, j) % num_nodes for j in range(count)]
-
-
-def label_message(replica_id: int, layer: int, node: int, parent_labels: list[int]) -> bytes:
-    return (replica_id.to_bytes(32, "little") + layer.to_bytes(4, "big") + node.to_bytes(8, "big")
-            + bytes(20) + b"".join(x.to_bytes(32, "little") for x in parent_labels))
-
-
-def generate_partitions(p: PorepParams | str, seed: int, partitions: int = 1) -> tuple[Sector, list[PorepPartition]]:
-    """A reproducible synthetic sector from ``seed`` and its partitions' inputs.
-
-    Small sectors (≤ 2^FULL_TREE_LOG2 nodes) are real throughout: random data, every label,
-    every tree node. Larger ones keep real values on everything the challenges touch."""
+def count_porep(p: PorepParams | str) -> tuple[int, dict[str, int]]:
+    """(constraints, constraints per template name) of the partition circuit, input
+    constraints included, from the placements alone: no matrices are assembled, so this counts
+    porep-32g (about 46 GB built) in seconds of tracing."""
     if isinstance(p, str):
         p = preset_params(p)
     p.validate()
-    if partitions < 1:
-        raise ValueError("a job has at least one partition")
-    rng = np.random.default_rng(seed)
-    N = p.num_nodes
-    k = p.challenges
-    replica_id = sha256_field(b"sealtop replica id" + seed.to_bytes(16, "little", signed=True))
-    chals = [[_u64(seed, "challenge", part, i) % N for i in range(k)] for part in range(partitions)]
-    full = p.log2_nodes <= FULL_TREE_LOG2
-    nodes = list(range(N)) if full else sorted({c for cs in chals for c in cs})
-    data = dict(zip(nodes, random_field_254(rng, len(nodes))))
+    cb = _place(p)
+    per: Counter[str] = Counter()
+    for st in cb.stages:
+        t = cb.templates[st.template]
+        per[t.name] += st.count * t.n_rows
+    per["public inputs (x·0 = 0)"] = 1 + cb.num_public
+    return sum(per.values()), dict(per)
 
-    # labels[layer][node] for the nodes we need; parents' labels of layer-1 come from the
-    # full computation (small sectors) or from seeded stand-ins (sparse sectors)
-    labels: list[dict[int, int]] = [{i: 0 for i in nodes}]
-    parent_vals: dict[tuple[int, int], list[int]] = {}
-    for layer in range(1, p.layers + 1):
-        cur: dict[int, int] = {}
-        prev = labels[layer - 1]
-        for i in nodes:
-            pars = parent_indices(seed, i, p.parents, N)
-            if layer == 1:
-                pv = [0] * p.parents
-            elif full:
-                pv = [prev[j] for j in pars]
-            else:
-                pv = [prev[j] if j in prev else _u64(seed, "stand-in", layer - 1, j) for j in pars]
-            parent_vals[(layer, i)] = pv
-            cur[i] = sha256_field(label_message(replica_id, layer, i, pv))
-        labels.append(cur)
-    key = labels[p.layers]
-    replica = {i: (data[i] + key[i]) % R_MOD for i in nodes}
-    columns = dict(zip(nodes, poseidon_many([[labels[l][i] for l in range(1, p.layers + 1)] for i in nodes])))
 
-    all_ch = sorted({c for cs in chals for c in cs})
-    d_paths = sha_paths(data, N, all_ch, rng)
-    r_paths = poseidon_paths(replica, N, all_ch, rng)
-    c_paths = poseidon_paths(columns, N, all_ch, rng)
-    comm_r = poseidon_many([[c_paths.root, r_paths.root]])[0]
-    sector = Sector(p, seed, replica_id, d_paths.root, c_paths.root, r_paths.root, comm_r)
-
-    at = {c: j for j, c in enumerate(all_ch)}
-    parts = []
-    arities = poseidon_tree_arities(p.log2_nodes)
-    for cs in chals:
-        free: dict[str, object] = {
-            "data": [data[c] for c in cs],
-            "comm_c": [c_paths.root],
-            "comm_r_last": [r_paths.root],
-        }
-        for lvl in range(len(arities)):
-            free[f"r_sib{lvl}"] = [r_paths.siblings[at[c]][lvl] for c in cs]
-            free[f"c_sib{lvl}"] = [c_paths.siblings[at[c]][lvl] for c in cs]
-        if p.sha:
-            for lvl in range(p.log2_nodes):
-                free[f"d_sib{lvl}"] = [d_paths.siblings[at[c]][lvl][0] for c in cs]
-            free["parent_labels"] = [[parent_vals[(l, c)] for l in range(1, p.layers + 1)] for c in cs]
-        else:
-            free["labels"] = [[labels[l][c] for l in range(1, p.layers + 1)] for c in cs]
-        public = [replica_id, d_paths.root, comm_r, *cs]
-        parts.append(PorepPartition(p, public, free, list(cs)))
-    return sector, parts
+# ---------------------------------------------------------------------------- witnesses
 
 
 def porep_witness(

@@ -11,6 +11,11 @@ Presets understood:
 
 Circuits are cached per process: synthesis workers, provers and the orchestrator each build a
 preset's circuit once.
+
+A circuit also says what a verifier's public inputs are for (seed, partition, partitions),
+derived from the job alone: for porep the sector's commitments and the seeds give the challenges
+and every parent position (engine/circuit/statement.py); the engine verifies each proof against
+those, never against the values the prover's witness carries.
 """
 
 from __future__ import annotations
@@ -36,16 +41,20 @@ class PresetError(ValueError):
 
 
 Witness = Callable[[int, int, int, "np.ndarray | None"], np.ndarray]
+Public = Callable[[int, int, int], list[int]]
 
 
 @dataclass(frozen=True)
 class PartitionCircuit:
     """A preset's partition circuit. ``witness(seed, partition, partitions, out)`` returns z
-    (Fr storage), written into ``out`` when given (a shared-memory view)."""
+    (Fr storage), written into ``out`` when given (a shared-memory view);
+    ``public_inputs(seed, partition, partitions)`` is what a verifier checks the partition's
+    proof against, derived from the job without any witness."""
 
     name: str
     r1cs: R1CS
     witness: Witness
+    public_inputs: Public
 
     @property
     def constraints(self) -> int:
@@ -65,6 +74,17 @@ def _example_witness(c) -> Witness:
         return out
 
     return witness
+
+
+def _example_public(name: str, n: int = 0) -> Public:
+    """y from the partition's private input x: x^3 + x + 5 (cubic) or x^(n+1) (chain-n)."""
+    from kernels.constants import R_MOD
+
+    def public(seed: int, partition: int, partitions: int) -> list[int]:
+        x = private_input(seed, partition) % R_MOD
+        return [(x**3 + x + 5) % R_MOD] if name == "cubic" else [pow(x, n + 1, R_MOD)]
+
+    return public
 
 
 def circuit_cache_dir(param_cache: Path) -> str:
@@ -97,23 +117,24 @@ def preset_names() -> list[str]:
     return names
 
 
-def _porep_witness(mod, shape) -> Witness:
+def _porep_parts(mod, preset: str, shape) -> tuple[Witness, Public]:
+    """The witness and the verifier's public inputs of a porep preset, sharing one sector per
+    (seed, partitions) in this process. The verifier's side takes the sector's commitments (what
+    Filecoin reads from the chain) and derives the rest from the seeds."""
+
     @functools.lru_cache(maxsize=2)
     def sector(seed: int, partitions: int):
-        return mod.generate_partitions(shape_preset, seed, partitions)[1]
-
-    shape_preset = None
+        return mod.generate_partitions(preset, seed, partitions)
 
     def witness(seed: int, partition: int, partitions: int, out=None) -> np.ndarray:
-        parts = sector(seed, max(partitions, partition + 1))
+        parts = sector(seed, max(partitions, partition + 1))[1]
         return mod.porep_witness(shape, parts[partition], out)[1]
 
-    def bind(preset: str) -> Witness:
-        nonlocal shape_preset
-        shape_preset = preset
-        return witness
+    def public(seed: int, partition: int, partitions: int) -> list[int]:
+        sec = sector(seed, max(partitions, partition + 1))[0]
+        return sec.statement(partition).public_inputs()
 
-    return bind  # type: ignore[return-value]
+    return witness, public
 
 
 @functools.lru_cache(maxsize=8)
@@ -125,16 +146,16 @@ def resolve(preset: str, cache_dir: str | None = None) -> PartitionCircuit:
 
     if preset == "cubic":
         c = examples.cubic_circuit()
-        return PartitionCircuit("cubic", c.r1cs, _example_witness(c))
+        return PartitionCircuit("cubic", c.r1cs, _example_witness(c), _example_public("cubic"))
     m = _CHAIN_RE.match(preset)
     if m:
         n = int(m.group(1))
         if not 1 <= n <= MAX_CHAIN:
             raise PresetError(f"preset {preset!r}: chain length must be 1..{MAX_CHAIN}")
         c = examples.chain_circuit(n)
-        return PartitionCircuit(preset, c.r1cs, _example_witness(c))
+        return PartitionCircuit(preset, c.r1cs, _example_witness(c), _example_public("chain", n))
     mod = _porep_module()
     if mod is not None and preset in getattr(mod, "PRESETS", {}):
         shape = mod.build_porep(preset, cache_dir)
-        return PartitionCircuit(preset, shape.r1cs, _porep_witness(mod, shape)(preset))
+        return PartitionCircuit(preset, shape.r1cs, *_porep_parts(mod, preset, shape))
     raise PresetError(f"unknown preset {preset!r} (presets: {', '.join(preset_names())})")
