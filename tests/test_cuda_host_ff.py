@@ -20,13 +20,16 @@ CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp("cuda_host")
+@pytest.fixture(scope="module", params=["portable", "ptx_model"])
+def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    """The headers built twice: the portable C++ arithmetic, and the PTX instruction sequences the
+    GPU runs, over ptx.cuh's host model of the carry flag (SEALTOP_PTX_FF=1)."""
+    d = tmp_path_factory.mktemp(f"cuda_host_{request.param}")
     src = d / "selftest.cpp"
     src.write_text(assemble("ff/host_selftest.cpp"))
     so = d / "selftest.so"
-    subprocess.run([CXX, "-O1", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    flag = "-DSEALTOP_PTX_FF=" + ("1" if request.param == "ptx_model" else "0")
+    subprocess.run([CXX, "-O1", flag, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
     return ctypes.CDLL(str(so))
 
 

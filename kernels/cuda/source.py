@@ -33,9 +33,17 @@ def params_header() -> str:
         for what, val in (("MOD", mod), ("ONE", r)):
             cases = " ".join(f"case {i}: return 0x{(val >> (32 * i)) & 0xFFFFFFFF:08x}u;" for i in range(n))
             out.append(f"HD uint32_t {name.lower()}_{what.lower()}_word(int i) {{ switch (i) {{ {cases} }} return 0; }}")
+        # and p in constant memory too: a multiplication by one of its words then reads it as a
+        # constant-bank operand, which ptxas cannot strength-reduce (it does, for immediates
+        # such as Fr's words 1 and 0xffffffff, and that breaks the fused wide multiply-adds)
+        out.append(f"CONSTANT uint32_t {name}_MOD[{n}] = {{{_limbs32(mod, n)}}};")
         out.append(f"CONSTANT uint32_t {name}_R2[{n}] = {{{_limbs32(r * r % mod, n)}}};")
         out.append(f"CONSTANT uint32_t {name}_MOD_M2[{n}] = {{{_limbs32(mod - 2, n)}}};")
         out.append(f"#define {name}_INV_WORD 0x{inv:08x}u")
+        # the same in constant memory: Fr's is 0xffffffff, and as an immediate ptxas rewrites
+        # t * inv as a negation, after which it no longer fuses the m * p chain into wide
+        # multiply-adds
+        out.append(f"CONSTANT uint32_t {name}_INV_C[1] = {{0x{inv:08x}u}};")
     return "\n".join(out) + "\n"
 
 

@@ -10,6 +10,8 @@ struct FrParams {
     static const int N = 8;
     static const uint32_t INV = FR_INV_WORD;
     HD static uint32_t mod(int i) { return fr_mod_word(i); }
+    HD static uint32_t mod_c(int i) { return FR_MOD[i]; }
+    HD static uint32_t inv_c() { return FR_INV_C[0]; }
     HD static uint32_t one(int i) { return fr_one_word(i); }
     HD static uint32_t r2(int i) { return FR_R2[i]; }
     HD static uint32_t mod_m2(int i) { return FR_MOD_M2[i]; }
@@ -19,6 +21,8 @@ struct FpParams {
     static const int N = 12;
     static const uint32_t INV = FP_INV_WORD;
     HD static uint32_t mod(int i) { return fp_mod_word(i); }
+    HD static uint32_t mod_c(int i) { return FP_MOD[i]; }
+    HD static uint32_t inv_c() { return FP_INV_C[0]; }
     HD static uint32_t one(int i) { return fp_one_word(i); }
     HD static uint32_t r2(int i) { return FP_R2[i]; }
     HD static uint32_t mod_m2(int i) { return FP_MOD_M2[i]; }

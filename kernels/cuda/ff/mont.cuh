@@ -117,36 +117,93 @@ struct Mont {
     HD Mont neg() const { return zero() - *this; }
     HD Mont dbl() const { return *this + *this; }
 
+#if SEALTOP_PTX_FF
+    // Word j of a multiplicand: of a register array, or of the modulus (an immediate).
+    struct Words {
+        const uint32_t* v;
+        HD uint32_t operator()(int j) const { return v[j]; }
+    };
+    struct Modulus {
+        HD uint32_t operator()(int j) const { return P::mod_c(j); }
+    };
+
+    // acc = sum_k x(2k + off) * y * 2^(64k): the products of one parity tile acc without overlap.
+    template <class X>
+    HD static void mul_pairs(uint32_t acc[P::N], X x, int off, uint32_t y) {
+        UNROLL for (int j = 0; j < N; j += 2) {
+            uint64_t pr = (uint64_t)x(j + off) * y;
+            acc[j] = (uint32_t)pr;
+            acc[j + 1] = (uint32_t)(pr >> 32);
+        }
+    }
+    // acc += sum_k x(2k + off) * y * 2^(64k), one carry chain of (lo, hi) pairs; the carry out
+    // of acc[N-1] is left in the flag for the caller.
+    template <class X>
+    HD static void mad_pairs(uint32_t acc[P::N], X x, int off, uint32_t y) {
+        acc[0] = ptx::mad_lo_cc(x(off), y, acc[0]);
+        acc[1] = ptx::madc_hi_cc(x(off), y, acc[1]);
+        UNROLL for (int j = 2; j < N; j += 2) {
+            acc[j] = ptx::madc_lo_cc(x(j + off), y, acc[j]);
+            acc[j + 1] = ptx::madc_hi_cc(x(j + off), y, acc[j + 1]);
+        }
+    }
+    // acc = (acc >> 64) + sum_k x(2k + off) * y * 2^(64k) + the incoming carry flag, in place
+    // (word k is written after word k + 2 is read). The top two words take only the products.
+    template <class X>
+    HD static void madc_pairs_shift2(uint32_t acc[P::N], X x, int off, uint32_t y) {
+        UNROLL for (int j = 0; j < N - 2; j += 2) {
+            acc[j] = ptx::madc_lo_cc(x(j + off), y, acc[j + 2]);
+            acc[j + 1] = ptx::madc_hi_cc(x(j + off), y, acc[j + 3]);
+        }
+        acc[N - 2] = ptx::madc_lo_cc(x(N - 2 + off), y, 0);
+        acc[N - 1] = ptx::madc_hi(x(N - 2 + off), y, 0);
+    }
+    // lo += m * p with m making word 0 of the total vanish; hi is the odd-aligned half.
+    HD static void reduce_row(uint32_t lo[P::N], uint32_t hi[P::N]) {
+        const uint32_t m = lo[0] * P::inv_c();
+        mad_pairs(hi, Modulus(), 1, m);  // no carry out: hi stays below 2^(32N) (see operator*)
+        mad_pairs(lo, Modulus(), 0, m);
+        hi[N - 1] = ptx::addc(hi[N - 1], 0);
+    }
+    // One CIOS row after the first: with T = x + 2^32 y on entry (x[0] = 0), T = T / 2^32 + a * b,
+    // reduced by m * p, leaving T = y' + 2^32 x' in the same registers with the roles swapped.
+    HD static void row(uint32_t x[P::N], uint32_t y[P::N], const Mont& a, uint32_t b) {
+        y[0] = ptx::add_cc(y[0], x[1]);            // x's word 1 lands on word 0 after the shift
+        madc_pairs_shift2(x, Words{a.v}, 1, b);    // x becomes the odd half: (x >> 64) + odd products
+        mad_pairs(y, Words{a.v}, 0, b);            // y becomes the even half
+        x[N - 1] = ptx::addc(x[N - 1], 0);
+        reduce_row(y, x);
+    }
+#endif
+
     // CIOS Montgomery multiplication: a * b * R^-1 mod p.
     HD friend Mont operator*(const Mont& a, const Mont& b) {
 #if SEALTOP_PTX_FF
-        // Each outer step adds a*b[i] and then m*p as two carry chains each (low halves into
-        // t[j], high halves into t[j+1]), then shifts t down one word. Both moduli are below
-        // 2^(32N-1), so t stays below 2p and the running sum below 2^(32(N+1)): N+1 words
-        // suffice and no chain carries out of t[N] (the "no-carry" condition; checked against
-        // Python integers in tests/test_cuda_ff.py and by the model in the commit that added it).
-        uint32_t t[P::N + 1];
-        UNROLL for (int i = 0; i < N + 1; i++) t[i] = 0;
-        UNROLL for (int i = 0; i < N; i++) {
-            const uint32_t bi = b.v[i];
-            t[0] = ptx::mad_lo_cc(a.v[0], bi, t[0]);
-            UNROLL for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(a.v[j], bi, t[j]);
-            t[N] = ptx::addc(t[N], 0);
-            t[1] = ptx::mad_hi_cc(a.v[0], bi, t[1]);
-            UNROLL for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(a.v[j], bi, t[j + 1]);
-            t[N] = ptx::madc_hi(a.v[N - 1], bi, t[N]);
-            const uint32_t m = t[0] * P::INV;
-            ptx::mad_lo_cc(m, P::mod(0), t[0]);  // low word becomes 0; only its carry is kept
-            UNROLL for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, P::mod(j), t[j]);
-            t[N] = ptx::addc(t[N], 0);
-            t[1] = ptx::mad_hi_cc(m, P::mod(0), t[1]);
-            UNROLL for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(m, P::mod(j), t[j + 1]);
-            t[N] = ptx::madc_hi(m, P::mod(N - 1), t[N]);
-            UNROLL for (int j = 0; j < N; j++) t[j] = t[j + 1];
-            t[N] = 0;
+        // CIOS, with the running sum T held as two N-word halves: e (words 0..N-1) and o (words
+        // 1..N), T = e + 2^32 o. A row's products a[j]*b[i] of even j tile e without overlap and
+        // those of odd j tile o, so each half takes one carry chain of (lo, hi) pairs of one
+        // operand pair, which ptxas turns into one wide multiply-add with carry per pair
+        // (IMAD.WIDE.U32.X) on aligned register pairs; the shift by one word after each row is a
+        // swap of the halves' roles plus one add (row()). e's carry out of word N-1 goes to o's
+        // top word; o never carries out: both moduli are below 2^(32N-1), so T < 2p before each
+        // row and T + a*b[i] + m*p < 2^(32(N+1)), which bounds o below 2^(32N) (and every
+        // partial sum, all terms being non-negative). Checked against Python integers on the
+        // device (tests/test_cuda_ff.py) and, through ptx.cuh's host model, without one
+        // (tests/test_cuda_host_ff.py).
+        uint32_t e[P::N], o[P::N];
+        mul_pairs(e, Words{a.v}, 0, b.v[0]);
+        mul_pairs(o, Words{a.v}, 1, b.v[0]);
+        reduce_row(e, o);
+        UNROLL for (int i = 1; i < N; i += 2) {
+            row(e, o, a, b.v[i]);
+            if (i + 1 < N) row(o, e, a, b.v[i + 1]);
         }
+        // N is even, so the last row left T = o + 2^32 e with o[0] = 0: the result is e + (o >> 32)
         Mont r;
-        reduce_once(r.v, t, 0);
+        r.v[0] = ptx::add_cc(e[0], o[1]);
+        UNROLL for (int k = 1; k < N - 1; k++) r.v[k] = ptx::addc_cc(e[k], o[k + 1]);
+        r.v[N - 1] = ptx::addc(e[N - 1], 0);
+        reduce_once(r.v, r.v, 0);
         return r;
 #else
         uint32_t t[P::N + 2];
