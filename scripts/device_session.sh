@@ -18,6 +18,15 @@
 #   latency        scripts/handoff_latency.py (a task/reply round trip by switch interval)
 #   diagnose       one_slot's two runs with SEALTOP_PROVER_TRACE (engine/pipeline/prover_trace.py)
 #   handoff        one_slot's two runs at CPython's default switch interval, then at the engine's
+#   peer_build     (in the background) build sppark's harness and kernels/cuda/peer/sppark_ff_probe.cu
+#                  from .peer (a copy of ../shared/peers/sppark; carry it) into /tmp/peer/build
+#   variants_build (in the background) compile msm_g1 for each launch-bounds variant in $VARIANTS
+#   gpu_tests      the whole python3 -m pytest -q -m gpu
+#   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
+#   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
+#                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
+#   variants       G1 MSM timings for each launch-bounds variant in $VARIANTS ("128,3 128,2")
+# The kernels step takes its --bench spec from $KERNELS_BENCH when set.
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
 # repo root (git-ignored), which a warm machine keeps between calls. Everything comes back as
@@ -58,8 +67,32 @@ for s in "$@"; do
   case $s in
     compile) step compile 240 python3 -c "import time; t=time.time(); from kernels.cuda.module import warm_up; warm_up(); print(f'modules ready in {time.time()-t:.1f} s')" ;;
     tests) step tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_prove.py tests/test_cuda_upload.py tests/test_cuda_ff.py tests/test_cuda_ntt.py tests/test_cuda_msm.py ;;
-    kernels) step kernels 200 python3 scripts/gpu_check.py "$work/gpu" --phases probe,bench --repeat 5 \
-               --bench msm_g1=16,20,22,24,26 msm_g2=20,22 ntt=20,24 ;;
+    kernels) step kernels 300 python3 scripts/gpu_check.py "$work/gpu" --phases probe,bench --repeat 5 \
+               --bench ${KERNELS_BENCH:-msm_g1=16,20,22,24,26 msm_g2=20,22 ntt=20,24} ;;
+    peer_build) (
+        t0=$(date +%s); rm -rf /tmp/peer; cp -r .peer /tmp/peer
+        bash /tmp/peer/harness/build.sh /tmp/peer/sppark /tmp/peer/blst /tmp/peer/build &&
+        nvcc -std=c++17 -O3 -arch=sm_90 -DFEATURE_BLS12_381 -I /tmp/peer/sppark -I /tmp/peer/blst/src \
+            kernels/cuda/peer/sppark_ff_probe.cu -o /tmp/peer/build/ff_probe
+        echo "peer_build: rc=$? in $(( $(date +%s) - t0 )) s" | tee -a "$out/steps.txt"
+      ) > "$work/peer_build.txt" 2>&1 &
+      peer_pid=$! ;;
+    variants_build) for v in ${VARIANTS:-}; do
+        (SEALTOP_CUDA_DEFINES="MSM_G1_ACC_BOUNDS=__launch_bounds__($v)" timeout 400 python3 -c \
+          "import time; t=time.time(); from kernels.cuda.module import module; module('msm_g1'); print(f'variant $v compiled in {time.time()-t:.1f} s')" \
+          > "$work/variant_build_${v/,/_}.txt" 2>&1 &)
+      done ;;
+    gpu_tests) step gpu_tests 420 python3 -m pytest -q -m gpu -p no:cacheprovider ;;
+    ff_probe) wait "${peer_pid:-0}" 2>/dev/null; step ff_probe 60 /tmp/peer/build/ff_probe ;;
+    compare) wait "${peer_pid:-0}" 2>/dev/null
+      step compare 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
+        --out "$work/compare.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "${COMPARE_NTT:-20,24}" --reps 5 ;;
+    variants) for v in ${VARIANTS:-}; do
+        export SEALTOP_CUDA_DEFINES="MSM_G1_ACC_BOUNDS=__launch_bounds__($v)"
+        step "variant_${v/,/_}" 240 python3 scripts/gpu_check.py "$work/variant_${v/,/_}" --phases bench --repeat 5 \
+          --bench ${VARIANT_BENCH:-msm_g1=20,22,24}
+        unset SEALTOP_CUDA_DEFINES
+      done ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
     prove_presets) wait_warm; step prove_presets 360 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
     prove_large) wait_warm; step prove_large 240 python3 -m engine bench prove --backend cuda --preset large --repeat 1 ;;

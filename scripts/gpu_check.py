@@ -12,7 +12,8 @@ Writes into OUTDIR (all flat files, so they come back from a device run):
 The cache directory (--cache, default .cupycache in the repo root) is used as CUPY_CACHE_DIR, so a
 run that starts with the previous run's cache skips the NVRTC compilations (minutes).
 --bench takes 'msm_g1=16,20,24 ntt=20,24' (log2 sizes per kernel); 'default' means the full set;
-'msm_g1_windows=24:16,18,20' times one size with several window widths.
+'msm_g1_windows=24:16,18,20' times one size with several window widths, and
+'msm_g1_items=20:32,64' with several work-item lengths.
 """
 
 from __future__ import annotations
@@ -42,22 +43,23 @@ class Tee:
         self.f.flush()
 
 
-def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[int]]]:
+def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[int]], dict[int, list[int]]]:
     from kernels.cuda.bench import DEFAULT_SIZES
 
     sizes: dict[str, list[int]] = {}
     windows: dict[int, list[int]] = {}
+    items: dict[int, list[int]] = {}
     for tok in spec:
         if tok == "default":
             sizes.update({k: list(v) for k, v in DEFAULT_SIZES.items()})
             continue
         k, _, v = tok.partition("=")
-        if k == "msm_g1_windows":
+        if k in ("msm_g1_windows", "msm_g1_items"):
             lg, _, ws = v.partition(":")
-            windows[int(lg)] = [int(w) for w in ws.split(",")]
+            (windows if k == "msm_g1_windows" else items)[int(lg)] = [int(w) for w in ws.split(",")]
         else:
             sizes[k] = [int(x) for x in v.split(",") if x]
-    return sizes, windows
+    return sizes, windows, items
 
 
 def probe_rates(log: Tee) -> dict[str, float]:
@@ -155,12 +157,18 @@ def main() -> int:
         if "bench" in phases:
             from kernels.cuda.bench import bench_msm, device_bench
 
-            sizes, windows = parse_bench(args.bench)
+            sizes, windows, items = parse_bench(args.bench)
             rows = []
             for lg, ws in windows.items():
                 for w in ws:
                     r = bench_msm("g1", lg, args.repeat, window=w)
-                    log(f"G1 MSM 2^{lg} window {w}: {r['ms']:.2f} ms; phases {r.get('phases_ms')}")
+                    log(f"G1 MSM 2^{lg} window {w}: {r['ms']:.2f} ms; item length {r['item_len']}; phases {r.get('phases_ms')}")
+                    rows.append(r)
+                    save()
+            for lg, ls in items.items():
+                for L in ls:
+                    r = bench_msm("g1", lg, args.repeat, item_len=L)
+                    log(f"G1 MSM 2^{lg} item length {L}: {r['ms']:.2f} ms; window {r['window']}, {r['items']} items; phases {r.get('phases_ms')}")
                     rows.append(r)
                     save()
             order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2") if k in sizes]

@@ -98,16 +98,18 @@ def _row(kernel: str, log_n: int, runs: list[float], extra: dict[str, Any] | Non
     return row
 
 
-def bench_msm(group: str, log_n: int, repeat: int, window: int | None = None, points: Any = None) -> dict[str, Any]:
+def bench_msm(group: str, log_n: int, repeat: int, window: int | None = None, points: Any = None,
+              item_len: int | None = None) -> dict[str, Any]:
     from kernels.cuda import msm
 
     n = 1 << log_n
     pts = points[:n] if points is not None else distinct_points_device(group, n)
     sc = random_fr_device(n)
-    runs = time_device(lambda: msm.msm(group, pts, sc, window=window), repeat)
+    runs = time_device(lambda: msm.msm(group, pts, sc, window=window, item_len=item_len), repeat)
     st = msm.MsmStats()
-    msm.msm(group, pts, sc, window=window, stats=st)  # one more run, with per-phase CUDA events
-    return _row(f"msm_{group}", log_n, runs, {"window": st.window, "phases_ms": {k: round(v, 3) for k, v in st.extra.items()}})
+    msm.msm(group, pts, sc, window=window, item_len=item_len, stats=st)  # one more run, with per-phase CUDA events
+    return _row(f"msm_{group}", log_n, runs, {"window": st.window, "item_len": st.item_len, "items": st.items,
+                                               "phases_ms": {k: round(v, 3) for k, v in st.extra.items()}})
 
 
 def bench_ntt(kernel: str, log_n: int, repeat: int) -> dict[str, Any]:

@@ -22,7 +22,14 @@ MODULES = {
 }
 # SEALTOP_PTX_FF=0 in the environment builds the portable C++ field arithmetic instead of the
 # PTX carry chains (ff/ptx.cuh): a fallback, and the baseline the PTX version is measured against.
-OPTIONS = ("--std=c++17",) + (("-DSEALTOP_PTX_FF=0",) if os.environ.get("SEALTOP_PTX_FF") == "0" else ())
+# SEALTOP_CUDA_DEFINES="NAME=VALUE;NAME2=VALUE2" adds preprocessor definitions to every module, for
+# measuring build variants (e.g. MSM_G1_ACC_BOUNDS, the G1 accumulation kernel's launch bounds) side by
+# side; CuPy's cache keys on the options, so each variant is compiled and cached on its own.
+OPTIONS = (
+    ("--std=c++17",)
+    + (("-DSEALTOP_PTX_FF=0",) if os.environ.get("SEALTOP_PTX_FF") == "0" else ())
+    + tuple(f"-D{d.strip()}" for d in os.environ.get("SEALTOP_CUDA_DEFINES", "").split(";") if d.strip())
+)
 
 _lock = threading.Lock()
 _cache: dict[str, Any] = {}

@@ -41,6 +41,10 @@ HEAVY_ITEMS = 256
 HEAVY_MAX_BUCKETS = 1024
 # Combine the windows on the host (kernels/cuda/finish.py) rather than in one GPU thread.
 HOST_FINISH = True
+# Work items the accumulation aims for: about four waves of its resident threads on an H200
+# (132 SMs x 4 blocks of 128). Fewer, longer items leave small MSMs latency-bound: at 2^20 points
+# with one item per bucket each thread adds ~512 points in sequence on a card a third full.
+TARGET_ITEMS = 132 * 512 * 4
 
 
 
@@ -69,6 +73,7 @@ class MsmStats:
     tail: int = 0
     window: int = 0
     items: int = 0
+    item_len: int = 0
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -87,8 +92,20 @@ def _reduce_all(group: str, arr: Any, count: int, per: int = 64) -> Any:
     return arr
 
 
-def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None) -> Any:
-    """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point."""
+def item_length(m: int, nwin: int, half: int) -> int:
+    """Points per accumulation work item: enough items to fill the card (TARGET_ITEMS), never
+    more than about one item per bucket on average (2 m / half), at least 8."""
+    per_bucket = 2 * ((m + half - 1) // half)
+    fill = -(-(m * nwin) // TARGET_ITEMS)
+    return max(8, min(per_bucket, fill))
+
+
+def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
+        item_len: int | None = None) -> Any:
+    """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
+
+    window (bits per digit) and item_len (points per accumulation work item) override the
+    defaults, for benchmarks and tests."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
@@ -161,7 +178,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del cursor, canon
     mark("sort")
 
-    L = max(8, 2 * ((m + half - 1) // half))
+    L = item_len or item_length(m, nwin, half)
     nitems = (count + np.uint32(L - 1)) // np.uint32(L)
     item_off = cp.cumsum(nitems, dtype=cp.uint32) - nitems
     settle()
@@ -203,7 +220,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         finish((1,), (1,), (wins, np.int32(nwin), np.int32(c), ones, out))
     mark("finish")
     if stats is not None:
-        stats.window, stats.items = c, total_items
+        stats.window, stats.items, stats.item_len = c, total_items, L
         _phase_times(stats, marks)
     return out
 
