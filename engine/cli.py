@@ -164,6 +164,9 @@ def _add_prove(sub) -> None:
                    help="public inputs to write, JSON list of decimal strings (default public.json)")
     p.add_argument("--no-precheck", action="store_true", help="skip the witness pre-check (a∘b = c)")
     p.add_argument("--no-checksum", action="store_true", help="skip the key file checksum check")
+    p.add_argument("--no-verify", action="store_true",
+                   help="write the proof without checking it first (by default prove verifies it "
+                   "with the independent pairing and writes nothing, exit 1, if it does not verify)")
     _add_backend_arg(p)
     p.set_defaults(func=_cmd_prove)
 
@@ -187,12 +190,41 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     t = time.perf_counter()
     proof = prove(pk, circuit.r1cs, z, be, precheck=not args.no_precheck, timings=timings)
     wall = time.perf_counter() - t
+    public = public_inputs(circuit.r1cs, z)
+    checked = ""
+    if not args.no_verify:
+        from engine.groth16.verify import verify
+        from engine.groth16.vkey import verifying_key
+
+        problem = _malformed(proof)
+        if problem is not None or not verify(verifying_key(pk), public, proof):
+            why = f"it is malformed ({problem})" if problem else "it does not verify"
+            _say(f"{PROG} prove: the proof was not written: {why}; the proving key {args.pk} may "
+                 "be damaged (load it without --no-checksum to check)")
+            return EXIT_REJECTED
+        checked = ", verified"
     _write_bytes_atomic(args.proof, proof)
-    write_json_atomic(args.public, [str(v) for v in public_inputs(circuit.r1cs, z)])
+    write_json_atomic(args.public, [str(v) for v in public])
     parts = " ".join(f"{k}={v:.0f}ms" for k, v in timings.items())
     label = " with INSECURE TEST PARAMETERS" if pk.insecure else ""
-    print(f"proved {circuit.name}{label} in {wall:.2f} s ({be.name}): wrote {args.proof} and {args.public}  [{parts}]")
+    print(f"proved {circuit.name}{label} in {wall:.2f} s ({be.name}{checked}): wrote {args.proof} "
+          f"and {args.public}  [{parts}]")
     return EXIT_OK
+
+
+def _malformed(proof: bytes) -> str | None:
+    """None if ``proof`` is the canonical zcash encoding of three valid points, else why not.
+    Both decoders must accept it: ours (engine.groth16.serialize), which refuses every
+    non-canonical form (stray bits beside the infinity flag among them), and the oracle's."""
+    from engine.groth16.serialize import ProofFormatError, decode_proof, encode_proof
+    from engine.groth16.verify import decodes
+
+    try:
+        if encode_proof(decode_proof(proof)) != bytes(proof):
+            return "not the canonical encoding of its points"
+    except ProofFormatError as exc:
+        return str(exc)
+    return decodes(proof)
 
 
 # ---------------------------------------------------------------- verify
@@ -206,13 +238,13 @@ def _add_verify(sub) -> None:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from engine.groth16.verify import decodes, verify
+    from engine.groth16.verify import verify
     from engine.groth16.vkey import load_vk
 
     vk = load_vk(args.vk)
     public = _read_public(args.public)
     proof = _read_proof(args.proof)
-    problem = decodes(proof)
+    problem = _malformed(proof)
     if problem is not None:
         raise CliError(f"malformed proof {args.proof}: {problem}")
     if verify(vk, public, proof):

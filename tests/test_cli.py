@@ -157,3 +157,63 @@ def test_bench_prove_small(tmp_path: Path, capsys) -> None:
     assert row["constraints"] == 16 and row["verified"] is True and row["prove_s"] > 0
     assert {"ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2", "load"} <= set(row["ms"])
     assert len(list(tmp_path.glob("*.pk"))) == 2  # the warm-up circuit's key and the 2^4 key, cached
+
+
+def _flip_h_section(src: Path, dst: Path) -> None:
+    """A copy of the key with one byte of every H-query point's x flipped (points that are then
+    off the curve): the data a proof is computed from, not padding, not the verifying key."""
+    from engine.groth16.keyfile import read_header
+
+    raw = bytearray(src.read_bytes())
+    _name, off, rows, cols = next(e for e in read_header(src)["sections"] if e[0] == "h")
+    for r in range(rows):
+        raw[off + r * cols * 8 + 3] ^= 0x04
+    dst.write_bytes(bytes(raw))
+
+
+def test_prove_verifies_the_proof_before_writing_it(cubic: Path, tmp_path: Path, capsys) -> None:
+    """With the checksum skipped, a damaged key makes a bad proof: prove says so (exit 1) and
+    writes nothing, unless told --no-verify; then `verify` refuses what it wrote."""
+    _flip_h_section(cubic / "c.pk", tmp_path / "d.pk")
+    args = ["prove", "--circuit", "cubic", "--pk", str(tmp_path / "d.pk"), "--no-checksum",
+            "--proof", str(tmp_path / "p.bin"), "--public", str(tmp_path / "pub.json"),
+            "--backend", "cpu"]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the proof was not written" in err, err
+    assert not (tmp_path / "p.bin").exists()
+    assert main(args + ["--no-verify"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "p.bin").exists()
+    code = main(["verify", "--vk", str(cubic / "c.vk.json"), "--proof", str(tmp_path / "p.bin"),
+                 "--public", str(tmp_path / "pub.json")])
+    assert code in (1, 2)
+    # an intact key: the proof is verified and written
+    assert main(args[:4] + [str(cubic / "c.pk")] + args[5:]) == 0
+    assert "verified" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("part, lo, hi", [("A", 0, 48), ("B", 48, 144), ("C", 144, 192)])
+def test_non_canonical_infinity_is_malformed(cubic: Path, tmp_path: Path, capsys, part, lo, hi):
+    """Encodings of the point at infinity with stray bits that the oracle's decoder accepts are
+    still not canonical: `verify` calls them malformed (exit 2), not INVALID (exit 1)."""
+    import py_arkworks_bls12381 as ark
+
+    good = (cubic / "proof.bin").read_bytes()
+    size = hi - lo
+    cls = ark.G1Point if size == 48 else ark.G2Point
+    stray = [bytes([0xE0]) + bytes(size - 1), bytes([0xC1]) + bytes(size - 1),
+             bytes([0xC0]) + bytes(size - 2) + bytes([secrets.randbelow(255) + 1])]
+    for enc in stray:
+        cls.from_compressed_bytes(enc)  # the oracle alone would take it
+        bad = good[:lo] + enc + good[hi:]
+        (tmp_path / "inf.bin").write_bytes(bad)
+        code = main(["verify", "--vk", str(cubic / "c.vk.json"), "--proof",
+                     str(tmp_path / "inf.bin"), "--public", str(cubic / "public.json")])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1 and "malformed proof" in err, (enc, err)
+    # the canonical infinity is well formed (and, as A, C or B here, not a valid proof)
+    canon = bytes([0xC0]) + bytes(size - 1)
+    (tmp_path / "inf.bin").write_bytes(good[:lo] + canon + good[hi:])
+    assert main(["verify", "--vk", str(cubic / "c.vk.json"), "--proof", str(tmp_path / "inf.bin"),
+                 "--public", str(cubic / "public.json")]) == 1

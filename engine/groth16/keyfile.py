@@ -298,10 +298,10 @@ def load_proving_key(path: str | os.PathLike, verify_checksum: bool = True, veri
             # the mapped header must be the one read_header parsed (the path may have been replaced)
             mapped = bytes(mm[_CHECKSUM_AT : _CHECKSUM_AT + 32])
             if mapped != head["checksum"]:
-                raise KeyFileError(f"{path}: proving key checksum mismatch (the file changed while loading)")
+                raise KeyFileError(f"checksum mismatch in {path}: the file changed while loading")
             if verify == "always" or not _stamp_matches(path, st, mapped):
                 if _checksum(mm) != head["checksum"]:
-                    raise KeyFileError(f"{path}: proving key checksum mismatch (the file is corrupt)")
+                    raise KeyFileError(f"checksum mismatch in {path}: the proving key is damaged")
                 if _identity(os.fstat(f.fileno())) == _identity(st):  # unchanged while hashing
                     _write_stamp(path, st, mapped)
     arrays = {}

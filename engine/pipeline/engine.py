@@ -483,7 +483,8 @@ class Engine:
             )
         if job.preset not in self._key_of:  # once per preset: reading the key takes seconds at large
             self._key_of[job.preset] = proving.ensure_key(
-                circuit, self.config.param_cache_path(), self._backend, self.progress
+                circuit, self.config.param_cache_path(), self._backend, self.progress,
+                damaged=self.config.damaged_key,
             )
         key_path, vk = self._key_of[job.preset]
         jid = next(self._job_ids)

@@ -5,8 +5,9 @@ This is the one place the pipeline names engine.groth16's functions, so the orch
 workers stay about scheduling:
 
 * :func:`ensure_key` finds the proving key of a circuit in the parameter cache (by the circuit's
-  digest) or makes it with setup and writes it there atomically; it returns the path and the
-  verification key. Keys made here use setup's deterministic test toxic waste and are marked
+  digest) or makes it with setup and writes it there atomically (one setup at a time per key,
+  across processes); it returns the path and the verification key. A damaged key is named,
+  never silently replaced. Keys made here use setup's deterministic test toxic waste and are marked
   insecure by setup itself.
 * :func:`load_key` memory-maps a key and places its point tables where the backend's MSMs run,
   once per prover process, when the orchestrator sends the prover a load task (at submission,
@@ -19,6 +20,8 @@ workers stay about scheduling:
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -51,33 +54,96 @@ def ensure_key(
     cache_dir: Path,
     backend_name: str = "cpu",
     progress: Callable[[str], None] | None = None,
+    damaged: str = "refuse",
 ) -> tuple[Path, Any]:
     """(path, verifying key) of ``circuit``'s proving key, running setup if it is missing.
-    ``progress`` receives one line per setup phase (setup of a large circuit takes a while)."""
-    from engine.groth16.keyfile import KeyFileError, load_proving_key, save_proving_key
-    from engine.groth16.vkey import verifying_key
+    ``progress`` receives one line per setup phase (setup of a large circuit takes a while).
+
+    A key that is there but does not load (checksum mismatch, truncation, another circuit's
+    digest) is named in a KeyFileError and left as it is, unless ``damaged`` is "regenerate"
+    (config key ``damaged_key``): at porep-32g a setup nobody asked for costs many minutes.
+    Setup is serialised across processes by an flock on ``<key>.lock`` (the kernel releases it
+    if its holder dies): a second process waits, says so, and then loads the key the first
+    one made."""
+    from engine.groth16.keyfile import KeyFileError
 
     path = key_path(cache_dir, circuit.name, circuit.r1cs)
     with _lock:
-        pk = None
         if path.exists():
             try:
-                pk = load_proving_key(path)
-                if bytes(pk.digest) != circuit.r1cs.digest():
-                    pk = None
-            except KeyFileError:
-                pk = None
-        if pk is None:
-            from engine.groth16.setup import setup
-            from kernels.backend import get_backend
-
+                return path, _load_vk(path, circuit)
+            except KeyFileError as exc:
+                if damaged != "regenerate":
+                    raise KeyFileError(f"{exc}; not replaced: set damaged_key = \"regenerate\" "
+                                       "([paths]) to run setup again") from None
+                if progress is not None:
+                    progress(f"{exc}: running setup again (damaged_key = \"regenerate\")")
+        try:
             cache_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KeyFileError(f"cannot create the key cache {cache_dir}: "
+                               f"{exc.strerror or exc}") from None
+        with _setup_lock(path, progress):
+            if path.exists():  # made by the process we waited for, or damaged
+                try:
+                    return path, _load_vk(path, circuit)
+                except KeyFileError as exc:
+                    if damaged != "regenerate":
+                        raise
+            return path, _setup(circuit, path, backend_name, progress)
+
+
+def _load_vk(path: Path, circuit: Any) -> Any:
+    from engine.groth16.keyfile import KeyFileError, load_proving_key
+    from engine.groth16.vkey import verifying_key
+
+    pk = load_proving_key(path)
+    if bytes(pk.digest) != circuit.r1cs.digest():
+        raise KeyFileError(f"{path} holds the key of another circuit (digest mismatch)")
+    return verifying_key(pk)
+
+
+def _setup(circuit: Any, path: Path, backend_name: str,
+           progress: Callable[[str], None] | None) -> Any:
+    from engine.groth16.keyfile import load_proving_key, save_proving_key
+    from engine.groth16.setup import setup
+    from engine.groth16.vkey import verifying_key
+    from kernels.backend import get_backend
+
+    if progress is not None:
+        progress(f"no proving key for {circuit.name} in {path.parent}: running setup")
+    made = setup(circuit.r1cs, SETUP_SEED, get_backend(backend_name), progress)
+    save_proving_key(made, path)
+    return verifying_key(load_proving_key(path))
+
+
+@contextmanager
+def _setup_lock(path: Path, progress: Callable[[str], None] | None) -> Iterator[None]:
+    """Hold an exclusive flock on ``<key>.lock`` (it records the holder's pid, for the message
+    a waiter prints). flock belongs to the open file, so a killed holder releases it."""
+    import fcntl
+    import os
+
+    lock = path.with_name(path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
             if progress is not None:
-                progress(f"no proving key for {circuit.name} in {cache_dir}: running setup")
-            made = setup(circuit.r1cs, SETUP_SEED, get_backend(backend_name), progress)
-            save_proving_key(made, path)
-            pk = load_proving_key(path)
-        return path, verifying_key(pk)
+                progress(f"waiting for another process's setup of {path.name} "
+                         f"(pid {holder} holds {lock.name})...")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        try:
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        os.close(fd)  # releases the lock
 
 
 def load_key(path: str, backend: Any) -> LoadedKey:
