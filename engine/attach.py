@@ -52,8 +52,13 @@ def runtime_dir() -> Path:
     return d
 
 
-def default_socket_path(pid: int | None = None) -> Path:
-    return runtime_dir() / f"engine-{pid or os.getpid()}.sock"
+_serial = iter(range(1, 1 << 62))
+
+
+def default_socket_path() -> Path:
+    """A fresh name for this process's next socket: engine-PID-N.sock (one process may run
+    several engines, one after another or at once)."""
+    return runtime_dir() / f"engine-{os.getpid()}-{next(_serial)}.sock"
 
 
 def _alive(pid: int) -> bool:
@@ -71,8 +76,8 @@ def live_sockets() -> list[Path]:
     out = []
     for p in sorted(runtime_dir().glob("engine-*.sock")):
         try:
-            pid = int(p.stem.split("-", 1)[1])
-        except ValueError:
+            pid = int(p.stem.split("-")[1])
+        except (IndexError, ValueError):
             continue
         if _alive(pid):
             out.append(p)

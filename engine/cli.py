@@ -443,7 +443,26 @@ def _add_run(sub) -> None:
     p.add_argument("--config", required=True, metavar="FILE", help="engine config (see sample-configs/)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="jobs to submit (default 1)")
     p.add_argument("--record", default=None, metavar="FILE", help="record the session (.jsonl, or .jsonl.gz)")
+    _add_watch_args(p)
     p.set_defaults(func=_cmd_run)
+
+
+def _add_watch_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metrics", default=None, metavar="[HOST:]PORT",
+                   help="serve Prometheus /metrics there for the run (no host: 127.0.0.1 only)")
+    p.add_argument("--no-attach", action="store_true",
+                   help="do not offer the socket that `sealtop attach` and `sealtop serve` use")
+
+
+def _watch(args: argparse.Namespace):
+    from engine.exporter import AddressError, parse_address
+    from engine.watchers import Watch
+
+    try:
+        metrics = parse_address(args.metrics) if args.metrics is not None else None
+    except AddressError as exc:
+        raise CliError(str(exc)) from None
+    return Watch(metrics=metrics, attach=not args.no_attach)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -451,7 +470,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
-    return run_headless(args.config, args.jobs, args.record)
+    return run_headless(args.config, args.jobs, args.record, _watch(args))
 
 
 def _add_replay(sub) -> None:
@@ -488,6 +507,7 @@ def _add_bench_pipeline(bsub) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="record the run's events to a session file (with --matrix, one file per variant, "
                    "named FILE with the variant inserted before the extension)")
+    _add_watch_args(p)
     p.set_defaults(func=_cmd_bench_pipeline)
 
 
@@ -522,9 +542,12 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
     overrides = _overrides(args.set)
+    watch = _watch(args)
     if args.matrix:
-        return bench_matrix(args.matrix, args.preset, args.jobs, args.json, args.config, overrides, args.record)
-    return bench_pipeline(args.preset, args.jobs, args.json, args.config, overrides, args.record)
+        return bench_matrix(args.matrix, args.preset, args.jobs, args.json, args.config, overrides,
+                            args.record, watch)
+    return bench_pipeline(args.preset, args.jobs, args.json, args.config, overrides, args.record,
+                          watch)
 
 
 # ---------------------------------------------------------------- registry and main

@@ -24,7 +24,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
-from engine import events as ev
+from engine.stream.fold import Fold, JobRecord, StageChange
+from engine.stream.schema import CANCELLED, FAILED, KERNEL_GROUPS, STAGES
 
 prometheus_client.disable_created_metrics()
 
@@ -37,7 +38,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "channel_wait": ("channel_wait",),
     "gpu_wrapper": ("gpu_wrapper",),
     "gpu_call": ("gpu_call",),
-    "gpu_kernels": ev.KERNEL_KEYS,
+    "gpu_kernels": KERNEL_GROUPS,
     "b2": ("b2",),
     "finalize": ("finalize",),
     "dealloc": ("dealloc",),
@@ -45,7 +46,7 @@ PHASES: dict[str, tuple[str, ...]] = {
 # From a millisecond to five minutes: a tiny partition's finalize to a 32 GiB sector's proof.
 BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0,
              60.0, 120.0, 300.0)
-LIVE_STAGES = tuple(s for s in ev.STAGES if s != "done")
+LIVE_STAGES = tuple(s for s in STAGES if s != "done")
 OUTCOMES = ("verified", "failed", "cancelled")
 # GPU sample fields: (metric suffix, help, scale from the sample's unit to the base unit).
 GPU_FIELDS: dict[str, tuple[str, str, float]] = {
@@ -118,8 +119,8 @@ class Exporter:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
         self._lock = threading.Lock()
-        self._stage: dict[tuple[int, int], str] = {}
-        self._ended_jobs: set[int] = set()
+        self.fold = Fold()  # the stream's one fold: stages and outcomes as the summaries see them
+        self._ended_jobs: set[int] = set()  # each job's outcome is counted once
         self.gauges = _Gauges(self._lock)
         r.register(self.gauges)  # type: ignore[arg-type]
 
@@ -152,15 +153,19 @@ class Exporter:
         kind = str(e.get("kind", ""))
         with self._lock:
             self.events_total.labels(kind).inc()
+            try:
+                change = self.fold.apply(e)
+            except (KeyError, TypeError, ValueError):
+                change = None  # an event the fold cannot place: counted above, nothing more
             fn = _HANDLERS.get(kind)
             if fn is not None:
-                fn(self, e)
+                fn(self, e, change)
 
     __call__ = handle
 
     # -- one method per event kind ---------------------------------------------------------
 
-    def _session_start(self, e: dict[str, Any]) -> None:
+    def _session_start(self, e: dict[str, Any], change: object = None) -> None:
         try:
             wall = str(e.get("wall_start", "")).replace("Z", "+00:00")
             self.gauges.set("sealtop_session_start_time_seconds",
@@ -175,42 +180,44 @@ class Exporter:
                 self.gauges.set("sealtop_knob_value", cfg[name], name)
         self._set_budget(cfg.get("memory_budget"))
 
-    def _job_submitted(self, e: dict[str, Any]) -> None:
+    def _job_submitted(self, e: dict[str, Any], change: object) -> None:
         self.jobs_submitted.inc()
+        self.gauges.set("sealtop_partitions", self.fold.counts["queued"], "queued")
 
-    def _stage(self, e: dict[str, Any]) -> None:
-        key = (e["job"], e["partition"])
-        old, new = self._stage.get(key), e["stage"]
-        if old in LIVE_STAGES:
-            self.gauges.add("sealtop_partitions", -1, old)
-        if new in LIVE_STAGES:
-            self.gauges.add("sealtop_partitions", 1, new)
-            self._stage[key] = new
-        else:
-            self._stage.pop(key, None)
-        if new == "done":
+    def _stage(self, e: dict[str, Any], change: object) -> None:
+        for stage in LIVE_STAGES:
+            self.gauges.set("sealtop_partitions", self.fold.counts[stage], stage)
+        if not isinstance(change, StageChange) or change.old == change.new:
+            return
+        if change.new == "done":
             self.partitions_done.inc()
-        elif new == ev.FAILED:
+        elif change.new == FAILED:
             self.partition_failures.inc()
-        elif new == "cancelled" and e["job"] not in self._ended_jobs:
-            self._ended_jobs.add(e["job"])
-            self.proofs.labels("cancelled").inc()
+        elif change.new == CANCELLED:
+            job = change.job
+            if job.job not in self.fold.active and job.outcome == "cancelled":
+                self._end(job, "cancelled")
 
-    def _partition_timings(self, e: dict[str, Any]) -> None:
+    def _partition_timings(self, e: dict[str, Any], change: object = None) -> None:
         ms = e.get("ms", {})
         for phase, keys in PHASES.items():
             vals = [ms[k] for k in keys if ms.get(k) is not None]
             if vals:
                 self.phase.labels(phase).observe(sum(vals) / 1000.0)
 
-    def _proof_done(self, e: dict[str, Any]) -> None:
-        if e["job"] in self._ended_jobs:
-            return
-        self._ended_jobs.add(e["job"])
-        self.proofs.labels("verified" if e.get("verified") else "failed").inc()
-        self.proof_duration.observe(float(e.get("total_ms", 0.0)) / 1000.0)
+    def _proof_done(self, e: dict[str, Any], change: object) -> None:
+        if isinstance(change, JobRecord):
+            if self._end(change, "verified" if change.outcome == "verified" else "failed"):
+                self.proof_duration.observe(float(e.get("total_ms", 0.0)) / 1000.0)
 
-    def _sample(self, e: dict[str, Any]) -> None:
+    def _end(self, job: JobRecord, outcome: str) -> bool:
+        if job.job in self._ended_jobs:
+            return False
+        self._ended_jobs.add(job.job)
+        self.proofs.labels(outcome).inc()
+        return True
+
+    def _sample(self, e: dict[str, Any], change: object = None) -> None:
         rss: dict[str, int] = dict.fromkeys(PROCESS_KINDS, 0)
         count: dict[str, int] = dict.fromkeys(PROCESS_KINDS, 0)
         for p in e.get("processes", []):
@@ -232,7 +239,7 @@ class Exporter:
                 else:
                     self.gauges.set(f"sealtop_gpu_{suffix}", float(v) * scale, gpu)
 
-    def _knob(self, e: dict[str, Any]) -> None:
+    def _knob(self, e: dict[str, Any], change: object = None) -> None:
         name, new = str(e.get("name")), e.get("new")
         if name == "memory_budget":
             self._set_budget(new)
@@ -241,7 +248,7 @@ class Exporter:
         elif isinstance(new, (int, float)):
             self.gauges.set("sealtop_knob_value", new, name)
 
-    def _error(self, e: dict[str, Any]) -> None:
+    def _error(self, e: dict[str, Any], change: object = None) -> None:
         self.errors.labels(str(e.get("where", "unknown"))).inc()
 
     def _set_budget(self, value: Any) -> None:
@@ -251,7 +258,7 @@ class Exporter:
             self.gauges.drop("sealtop_memory_budget_bytes")
 
 
-_HANDLERS: dict[str, Callable[[Exporter, dict[str, Any]], None]] = {
+_HANDLERS: dict[str, Callable[[Exporter, dict[str, Any], object], None]] = {
     "session_start": Exporter._session_start,
     "job_submitted": Exporter._job_submitted,
     "stage": Exporter._stage,

@@ -25,12 +25,14 @@ from typing import Any, TextIO
 from engine import signals
 from engine.atomic import atomic_write
 from engine.config import ConfigError, EngineConfig, load_config
+from engine.exporter import AddressError
 from engine.stream.fold import Fold, JobRecord, StageChange
 from engine.stream.reader import SessionError, read_recording
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
 from engine.stream.schema import CANCELLED
 from engine.stream.summary import partitions, render_all, run_summary
 from engine.stream.tap import SinkStats, Tap
+from engine.watchers import Watch, Watchers, start_watchers
 
 
 class _Progress:
@@ -91,12 +93,14 @@ class _Sinks:
     goes on; ``record_failed`` tells the exit status."""
 
     def __init__(self, q: queue.Queue, recorder: SessionRecorder | None,
-                 progress: TextIO | None) -> None:
+                 progress: TextIO | None, watchers: Watchers | None = None) -> None:
         self.events: list[dict] = []
         self.recorder = recorder
         self.record_failed = False
         self.tap = Tap(q, on_error=self._sink_failed)
         self.tap.add("events", self.events.extend, essential=True)
+        for name, take in (watchers.sinks() if watchers is not None else []):
+            self.tap.add(name, take, essential=True)
         if recorder is not None:
             self.tap.add("recorder", lambda b: [recorder.write(e) for e in b], essential=True,
                          idle=recorder.tick, close=recorder.close)
@@ -133,8 +137,11 @@ def run_engine(
     jobs: int,
     record: str | os.PathLike[str] | None = None,
     progress: TextIO | None = sys.stderr,
+    watch: Watch = Watch(),
 ) -> tuple[int, list[dict]]:
-    """Run ``jobs`` jobs of the config's preset to completion; (exit code, events)."""
+    """Run ``jobs`` jobs of the config's preset to completion; (exit code, events). ``watch``
+    says whether /metrics is served and whether the engine offers its socket to
+    `sealtop attach` and `sealtop serve` for the run."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
     from engine.pipeline.engine import Engine, EngineError, Job
 
@@ -159,7 +166,36 @@ def run_engine(
     except RecordingError as exc:
         _say(f"error: {exc}")
         return 2, []
-    col = _Sinks(eng.subscribe(), recorder, progress)
+    try:
+        watchers = start_watchers(eng, watch, make_job=lambda f: _job_from(f, cfg, Job))
+    except AddressError as exc:
+        _say(f"error: {exc}")
+        return 2, []
+    for line in watchers.lines:
+        _say(line)
+    try:
+        return _drive(eng, cfg, jobs, _Sinks(eng.subscribe(), recorder, progress, watchers),
+                      progress)
+    finally:
+        watchers.close()
+
+
+def _job_from(fields: dict[str, Any], cfg: EngineConfig, job_type: Any) -> Any:
+    """The job an attached console submits: this run's preset unless it names one."""
+    preset = fields.get("preset") or cfg.preset
+    partitions = fields.get("partitions") or cfg.partitions
+    seed = fields.get("seed") or cfg.seed
+    if not isinstance(preset, str) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in (partitions, seed)):
+        raise ValueError("submit: preset must be a name, partitions and seed integers")
+    return job_type(preset, partitions, seed)
+
+
+def _drive(eng: Any, cfg: EngineConfig, jobs: int, col: _Sinks,
+           progress: TextIO | None) -> tuple[int, list[dict]]:
+    """Start the engine, submit the jobs, wait for them and stop; (exit code, events)."""
+    from engine.pipeline.engine import EngineError, Job
+
     signals.on_again(eng.hurry)  # a second stop signal: stop now (still completing the session)
     interrupted = False
     try:
@@ -197,7 +233,8 @@ def run_engine(
     return (0 if ok else 1), events
 
 
-def run_headless(config_path: str, jobs: int, record: str | None = None) -> int:
+def run_headless(config_path: str, jobs: int, record: str | None = None,
+                 watch: Watch = Watch()) -> int:
     """`sealtop run --config F --jobs N [--record FILE]`: prints the per-proof table, the
     summary and the final counters."""
     try:
@@ -205,7 +242,7 @@ def run_headless(config_path: str, jobs: int, record: str | None = None) -> int:
     except ConfigError as exc:
         _say(f"error: {exc}")
         return 2
-    code, events = run_engine(cfg, jobs, record)
+    code, events = run_engine(cfg, jobs, record, watch=watch)
     if events:
         print(render_all(events))
     if record is not None and code not in (2, 3):
@@ -233,6 +270,7 @@ def bench_pipeline(
     config_path: str | None = None,
     overrides: dict[str, Any] | None = None,
     record: str | None = None,
+    watch: Watch = Watch(),
 ) -> int:
     """`sealtop bench pipeline --preset P --jobs N --json OUT`: a run plus a JSON report with
     GPU busy %, seconds per proof, the wrapper-kernel gap and peak memory against the model
@@ -257,7 +295,7 @@ def bench_pipeline(
         _say(f"error: {exc}")
         return 2
     t0 = time.perf_counter()
-    code, events = run_engine(cfg, jobs, record)
+    code, events = run_engine(cfg, jobs, record, watch=watch)
     wall = time.perf_counter() - t0
     if not events:
         return code
@@ -361,9 +399,11 @@ def _bench_rows(
     base: dict[str, Any],
     config_path: str | None,
     record: str | None = None,
+    watch: Watch = Watch(),
 ) -> tuple[int, list[dict]]:
     """Run one pipeline per variant (label, overrides); rows of the numbers benchmarks report.
-    With ``record``, each variant's events go to their own session file (see variant_path)."""
+    With ``record``, each variant's events go to their own session file (see variant_path).
+    ``watch`` applies to each variant's run in turn (one engine at a time)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
 
     try:
@@ -383,7 +423,8 @@ def _bench_rows(
             _say(f"error: {exc}")
             return 2, rows
         _say(f"--- {label}")
-        code, events = run_engine(cfg, jobs, variant_path(record, label) if record else None)
+        code, events = run_engine(cfg, jobs, variant_path(record, label) if record else None,
+                                  watch=watch)
         worst = max(worst, code)
         if not events:
             return code, rows
@@ -447,8 +488,9 @@ def bench_matrix(
     config_path: str | None = None,
     overrides: dict[str, Any] | None = None,
     record: str | None = None,
+    watch: Watch = Watch(),
 ) -> int:
-    """The issue's comparison tables, each a set of pipeline runs:
+    """The comparison tables, each a set of pipeline runs:
 
     * ``cuzk``: gpu_channel_capacity {1, partition_workers} × permit_release {delivered,
       synthesized}: peak memory and seconds per proof (the cuzk lesson);
@@ -467,7 +509,7 @@ def bench_matrix(
     else:
         _say(f"error: unknown comparison {kind!r} (choose cuzk or dealloc)")
         return 2
-    code, rows = _bench_rows(preset, jobs, variants, base, config_path, record)
+    code, rows = _bench_rows(preset, jobs, variants, base, config_path, record, watch)
     if rows:
         print(f"{kind} comparison, preset {preset}, {jobs} job(s) per variant")
         _print_rows(rows)

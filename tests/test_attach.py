@@ -155,7 +155,7 @@ def test_socket_is_private_and_discovery_skips_dead_engines(tmp_path: Path, monk
     try:
         assert stat.S_IMODE(os.stat(srv.path).st_mode) == 0o600
         # A socket left by an engine that died (a pid that is not running) is swept.
-        dead = srv.path.parent / "engine-999999999.sock"
+        dead = srv.path.parent / "engine-999999999-1.sock"
         dead.touch()
         assert live_sockets() == [srv.path]
         assert not dead.exists()

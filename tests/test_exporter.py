@@ -110,12 +110,18 @@ def test_gpu_metrics_absent_without_nvml_and_budget_absent_when_unlimited() -> N
 
 def test_cancelled_jobs_count_apart_from_failed_and_once() -> None:
     x = Exporter()
+    x.handle({"t": 0.5, "kind": "job_submitted", "job": 7, "preset": "tiny", "partitions": 3,
+              "constraints": 100})
     for p in range(3):
+        m = _scrape(x)
+        # The job ends (and is counted) only when its last partition is cancelled.
+        assert m["sealtop_proofs_total"][(("outcome", "cancelled"),)] == 0
         x.handle({"t": 1.0, "kind": "stage", "job": 7, "partition": p, "stage": "cancelled",
                   "worker": "scheduler"})
     m = _scrape(x)
     assert m["sealtop_proofs_total"][(("outcome", "cancelled"),)] == 1
     assert m["sealtop_proofs_total"][(("outcome", "failed"),)] == 0
+    assert m["sealtop_partitions"][(("stage", "queued"),)] == 0
 
 
 def test_no_unbounded_labels_and_names_follow_the_rules() -> None:

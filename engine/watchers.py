@@ -1,0 +1,76 @@
+"""What an operator watches a running engine through, besides its recording: the Prometheus
+exporter (``--metrics``) and the attach socket (``sealtop attach`` and ``sealtop serve``).
+
+Both are sinks of the stream's one tap. The headless verbs and the console start them the same
+way, here, and close them when the run ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.attach import AttachServer, Controllable
+from engine.exporter import Address, Exporter, MetricsServer
+
+Take = Callable[[list[dict[str, Any]]], None]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the operator asked to watch a run through (``--metrics``, ``--no-attach``)."""
+
+    metrics: Address | None = None
+    attach: bool = False
+
+
+@dataclass
+class Watchers:
+    exporter: Exporter | None = None
+    metrics: MetricsServer | None = None
+    attach: AttachServer | None = None
+    lines: list[str] = field(default_factory=list)  # what to tell the operator
+
+    def sinks(self) -> list[tuple[str, Take]]:
+        """(name, take) for the tap; both essential: a scrape's counters and a late console's
+        history must hold every event."""
+        out: list[tuple[str, Take]] = []
+        if self.exporter is not None:
+            ex = self.exporter
+            out.append(("metrics", lambda batch: [ex.handle(e) for e in batch]))
+        if self.attach is not None:
+            at = self.attach
+            out.append(("attach", lambda batch: [at.handle(e) for e in batch]))
+        return out
+
+    def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
+        if self.attach is not None:
+            self.attach.close()
+            self.attach = None
+
+
+def start_watchers(
+    engine: Controllable,
+    watch: Watch,
+    make_job: Callable[[dict[str, Any]], Any] | None = None,
+) -> Watchers:
+    """Start what was asked for; raises engine.exporter.AddressError (one line) when the
+    metrics address cannot be bound, having started nothing."""
+    w = Watchers()
+    if watch.metrics is not None:
+        w.exporter = Exporter()
+        w.metrics = MetricsServer(w.exporter, watch.metrics)
+        w.lines.append(f"metrics: {w.metrics.url}")
+    if watch.attach:
+        try:
+            w.attach = AttachServer(engine, make_job=make_job)
+        except OSError as exc:
+            w.lines.append(f"attach socket unavailable: {exc.strerror or exc}")
+        else:
+            w.lines.append(f"attach: sealtop attach --engine {w.attach.path} "
+                           "(or sealtop serve)")
+    return w
