@@ -136,6 +136,7 @@ class SealtopApp(App):
         self.sessions = sessions
         self.controller: ReplayController | None = None
         if mode == "replay" and session is not None:
+            self.notice = self.notice or "; ".join(session.warnings)  # a crashed run's cut end
             self.controller = ReplayController(session.events)
             if autoplay:
                 self.controller.playing = True

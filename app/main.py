@@ -153,6 +153,13 @@ def build_app(argv: list[str]):
         raise ValueError(str(exc)) from None
     if not a.config:
         use_tiny_preset(config)
+    if a.record:  # a bad record target is refused before the engine or the console starts
+        from engine.stream.recorder import RecordingError, check_target
+
+        try:
+            check_target(a.record)
+        except RecordingError as exc:
+            raise ValueError(str(exc)) from None
     factory = None
     unavailable = ""
     try:

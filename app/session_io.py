@@ -1,6 +1,6 @@
 """Reading recorded session files for replay and compare.
 
-The file format and its validation belong to engine/session.py (a versioned header line, then
+The file format and its validation belong to engine/stream/reader.py (a versioned header line, then
 one event per line, optionally gzipped); this wraps its reader into a Session object the console
 keeps. An unreadable file raises SessionError with one line naming the file and line, which the
 entry point prints instead of a traceback.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.events import Event
-from engine.session import SessionError, parse_session_text, read_session
+from engine.stream.reader import SessionError, parse_recording, read_recording
+from engine.stream.schema import Event
 
 __all__ = ["Session", "SessionError", "load_session", "parse_session"]
 
@@ -23,6 +23,7 @@ class Session:
 
     path: str
     events: list[Event] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. the cut end of a crashed run
 
     @property
     def name(self) -> str:
@@ -46,9 +47,11 @@ def load_session(path: str | Path) -> Session:
     p = Path(path)
     if p.is_dir():
         raise SessionError(f"{p}: is a directory, not a session file")
-    return Session(str(p), _check(read_session(p), str(p)))
+    rec = read_recording(p)
+    return Session(str(p), _check(rec.events, str(p)), rec.warnings)
 
 
 def parse_session(text: str, name: str = "<session>") -> Session:
     """Like load_session, from text (tests)."""
-    return Session(name, _check(parse_session_text(text, name), name))
+    rec = parse_recording(text, name)
+    return Session(name, _check(rec.events, name), rec.warnings)

@@ -141,7 +141,17 @@ class DashboardState:
         return self.fold.proofs_bad
 
     @property
+    def proofs_verified(self) -> int:
+        return self.fold.proofs_verified
+
+    @property
+    def proofs_failed(self) -> int:
+        """Jobs that ended failed: a failed partition or a proof that failed verification."""
+        return self.fold.proofs_failed
+
+    @property
     def proofs_cancelled(self) -> int:
+        """Jobs a stop cancelled before they were proven (never among the failed)."""
         return self.fold.proofs_cancelled
 
     @property

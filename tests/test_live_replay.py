@@ -73,3 +73,26 @@ async def test_a_live_session_and_its_replay_end_in_identical_states(tmp_path):
     rc.seek(0.0)
     rc.step(len(recorded.events))
     assert rc.state == live
+
+
+def test_a_bad_console_record_target_is_one_line_before_the_console_opens(tmp_path, capsys):
+    from app.main import main
+
+    assert main(["--record", str(tmp_path / "missing" / "s.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot record to" in err and "does not exist" in err
+    assert main(["--record", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_a_crashed_recording_replays_and_says_so(tmp_path):
+    text = FIXTURE.read_text()
+    cut = tmp_path / "crashed.jsonl"
+    cut.write_text(text[: len(text) * 2 // 3].rsplit("\n", 1)[0] + "\n" + '{"t": 9.9, "kin')
+    session = load_session(cut)
+    whole = load_session(FIXTURE)
+    assert session.events == whole.events[: len(session.events)] and session.events
+    assert session.warnings and "cut off" in session.warnings[0]
+    app = SealtopApp("replay", session=session, autoplay=False)
+    assert "cut off" in app.notice
+    assert not load_session(FIXTURE).warnings

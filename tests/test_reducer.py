@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -230,3 +231,32 @@ def test_detail_kernel_line_shows_the_wrapper_outside_the_call_only_when_recorde
     old = JobState(job=2, preset="tiny", partitions=1, constraints=10, submitted=0.0)
     old.parts[0] = PartitionState(2, 0, 10, ms={"ntt": 4.0})
     assert "wrapper outside the call" not in kernel_split(old, Palette()).plain
+
+
+def test_cancelled_jobs_are_neither_failed_nor_in_flight():
+    from app.widgets.proofrows import matches, status_cell
+    from app.widgets.render import Palette
+
+    n = random.randint(2, 6)
+    evs = [E.session_start(0.0, {}, {"cpus": 2}, [], "x")]
+    for j in range(1, n + 1):
+        evs.append(E.job_submitted(0.1 * j, j, "tiny", 2, 64))
+        for i in range(2):
+            evs.append(E.stage(0.1 * j, j, i, "queued", "scheduler"))
+    evs.append(E.stage(1.0, 1, 0, "synthesizing", "s0"))
+    evs.append(E.stage(1.1, 1, 0, "failed", "s0", "worker died"))
+    for j in range(1, n + 1):  # a stop: everything not terminal is cancelled
+        for i in range(2):
+            if (j, i) != (1, 0):
+                evs.append(E.stage(2.0, j, i, "cancelled", "scheduler", "stopped"))
+    s = reduce(evs)
+    assert s.proofs_cancelled == n - 1 and s.proofs_failed == 1 and s.proofs_bad == 0
+    assert s.partitions_cancelled == 2 * n - 1 and s.partitions_failed == 1
+    assert s.jobs[1].outcome == "failed" and s.jobs[1].status == "failed"
+    assert all(s.jobs[j].status == "cancelled" for j in range(2, n + 1))
+    assert not s.active and s.stage_counts()["cancelled"] == 2 * n - 1
+    cancelled_lines = [e.text for e in s.log if "cancelled, never proven" in e.text]
+    assert len(cancelled_lines) == n - 1  # one line per job, not per partition
+    assert not any("FAILED verification" in e.text for e in s.log)
+    assert status_cell(s.jobs[2], Palette()).plain == "⊘"
+    assert matches(s.jobs[2], "cancel") and not matches(s.jobs[1], "cancel")

@@ -31,8 +31,8 @@ def compare_rows(a: DashboardState, b: DashboardState) -> list[tuple[str, float 
         ("throughput (proofs/min)", a.overall_throughput(), b.overall_throughput(), ""),
         ("peak memory", float(a.mem_peak), float(b.mem_peak), "bytes"),
         ("max partitions holding a,b,c", float(a.max_holding), float(b.max_holding), ""),
-        ("proofs verified", float(a.proofs_done - a.proofs_bad), float(b.proofs_done - b.proofs_bad), ""),
-        ("proofs failed ✗", float(a.proofs_bad), float(b.proofs_bad), ""),
+        ("proofs verified", float(a.proofs_verified), float(b.proofs_verified), ""),
+        ("proofs failed ✗", float(a.proofs_failed), float(b.proofs_failed), ""),
         ("session length (s)", a.t, b.t, ""),
     ]
     return rows

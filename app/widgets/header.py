@@ -47,8 +47,10 @@ class HeaderBar(StatePanel):
         s.append("│ ")
         s.append(f"{state.throughput():.1f} proofs/min", style=f"bold {pal.accent}")
         s.append(f" │ {state.proofs_done} proofs")
-        if state.proofs_bad:
-            s.append(f" ({state.proofs_bad} ✗)", style=pal.bad)
+        if state.proofs_failed:
+            s.append(f" ({state.proofs_failed} ✗)", style=pal.bad)
+        if state.proofs_cancelled:
+            s.append(f" ({state.proofs_cancelled} cancelled)", style=pal.warn)
         s.append(f" │ t {state.t:.2f} s ")
         if ctx.mode == "replay":
             s.append(" REPLAY ", style="bold reverse")

@@ -84,12 +84,14 @@ def progress_cell(job: JobState, pal: Palette) -> Text:
 
 
 def status_cell(job: JobState, pal: Palette) -> Text:
-    """✓ verified, ✗ failed or rejected, … still in flight."""
+    """✓ verified, ✗ failed or rejected, ⊘ cancelled (never proven), … still in flight."""
     s = job.status
     if s == "done":
         return Text("✓", style=pal.ok)
     if s in ("bad", "failed"):
         return Text("✗", style=pal.bad)
+    if s == "cancelled":
+        return Text("⊘", style=pal.warn)
     return Text("…", style=pal.dim)
 
 
@@ -98,7 +100,8 @@ def matches(job: JobState, needle: str) -> bool:
     if not needle:
         return True
     n = needle.lower().strip()
-    mark = {"done": "✓ ok", "bad": "✗ bad", "failed": "✗ failed"}.get(job.status, "")
+    mark = {"done": "✓ ok", "bad": "✗ bad", "failed": "✗ failed",
+            "cancelled": "⊘ cancelled"}.get(job.status, "")
     hay = f"{job.job} #{job.job} {job.status} {mark} {job.preset}".lower()
     return n in hay
 

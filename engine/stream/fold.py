@@ -205,6 +205,7 @@ class Fold:
     partitions_failed: int = 0  # partitions in `failed` now (a retry takes one back)
     partitions_cancelled: int = 0
     proofs_done: int = 0  # proof_done events
+    proofs_verified: int = 0  # proof_done events that said verified
     proofs_bad: int = 0  # proofs that failed verification (no partition failed)
     done_times: list[float] = field(default_factory=list)  # t of every proof_done, in order
     max_holding: int = 0  # exact maximum of partitions holding buffers
@@ -220,6 +221,11 @@ class Fold:
         for j in self.jobs.values():
             out[j.outcome] += 1
         return out
+
+    @property
+    def proofs_failed(self) -> int:
+        """Jobs that ended failed: a partition failed, or the proof failed verification."""
+        return sum(1 for j in self.jobs.values() if j.outcome == "failed")
 
     @property
     def proofs_cancelled(self) -> int:
@@ -351,6 +357,7 @@ class Fold:
         job.total_ms = float(ev["total_ms"]) if ev.get("total_ms") is not None else None
         job.proof_bytes = len(str(ev.get("proof") or "")) // 2
         self.proofs_done += 1
+        self.proofs_verified += int(job.verified)
         self.done_times.append(t)
         if not job.verified and not job.failed and not job.cancelled:
             self.proofs_bad += 1
