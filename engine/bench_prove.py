@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.groth16.prove import TIMER_GROUPS
+from engine.stream.schema import KERNEL_GROUPS
 
 # snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (../shared/anchors.md), by log2 size
 SNARKJS_PROVE_S = {10: 1.36, 12: 2.39, 14: 6.19, 16: 17.77}
@@ -116,7 +117,8 @@ def bench_chains(sizes: Sequence[int], backend, repeat: int, cache: Path, log: L
 
 
 def format_chains(rows: Sequence[dict]) -> str:
-    groups = ("load", "eval", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "b2")
+    # the chain run's own steps around the kernel groups (upload is timed only on a device)
+    groups = ("load", "eval", *(g for g in KERNEL_GROUPS if g != "upload"), "b2")
     head = ["constraints", "prove s", "snarkjs s", "ratio", "cpu s", "verified", *[f"{g} ms" for g in groups]]
     body = []
     for r in rows:
