@@ -52,11 +52,20 @@ def _add_circuit_args(p: argparse.ArgumentParser) -> None:
                    help="chain: number of multiplications (constraints = N + 2)")
     p.add_argument("--log-constraints", type=int, default=None, metavar="K",
                    help="chain: pick N so the circuit has exactly 2^K constraints")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="a porep partition instead of an example (tiny, small, ...; --x is the sector's seed); "
+                   "its public-input file is the statement, from which verify derives every input")
 
 
 def _circuit(args: argparse.Namespace):
     from engine.groth16 import examples
 
+    if getattr(args, "preset", None):
+        from engine.circuit.porep import PRESETS
+
+        if args.preset not in PRESETS:
+            raise CliError(f"--preset: unknown porep preset {args.preset!r}; choose from {', '.join(PRESETS)}")
+        return examples.porep_circuit(args.preset)
     if args.circuit == "chain":
         if args.n is None and args.log_constraints is None:
             raise CliError("the chain circuit needs --n N or --log-constraints K")
@@ -88,17 +97,12 @@ def _read_public(path: str) -> list[int]:
         raise CliError(f"cannot read public inputs {path}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise CliError(f"public inputs {path} are not valid JSON") from None
-    if not isinstance(obj, list):
-        raise CliError(f"public inputs {path} must be a JSON list of decimal strings")
-    out = []
-    for v in obj:
-        try:
-            out.append(int(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None)
-        except ValueError:
-            out.append(None)
-        if out[-1] is None:
-            raise CliError(f"public inputs {path}: {v!r} is not an integer")
-    return out
+    from engine.groth16.examples import public_from_json
+
+    try:  # a list as it is; a porep statement: every input derived from it, none read
+        return public_from_json(obj, path)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _read_proof(path: str) -> bytes:
@@ -204,7 +208,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
             return EXIT_REJECTED
         checked = ", verified"
     _write_bytes_atomic(args.proof, proof)
-    write_json_atomic(args.public, [str(v) for v in public])
+    write_json_atomic(args.public, circuit.statement(x) if circuit.statement else [str(v) for v in public])
     parts = " ".join(f"{k}={v:.0f}ms" for k, v in timings.items())
     label = " with INSECURE TEST PARAMETERS" if pk.insecure else ""
     print(f"proved {circuit.name}{label} in {wall:.2f} s ({be.name}{checked}): wrote {args.proof} "

@@ -36,3 +36,40 @@ def test_small_partition_proof_verifies_and_binds_public_inputs(tmp_path) -> Non
         assert not verify(vk, wrong, proof)
     wrong_challenge = [*pub[:3], pub[3] ^ 1, *pub[4:]]
     assert not verify(vk, wrong_challenge, proof)
+
+
+def test_cli_porep_statement_setup_prove_verify(tmp_path, capsys) -> None:
+    """setup/prove/verify --preset tiny from the command line: the public-input file is the
+    statement, verify derives every input from it; a foreign comm_d or partition is rejected
+    (exit 1), a malformed statement is one line and exit 2."""
+    import dataclasses
+    import json
+
+    from engine.cli import main
+
+    d = tmp_path
+    pk, vk, proof, st = d / "t.pk", d / "t.vk.json", d / "proof.bin", d / "st.json"
+    assert main(["setup", "--preset", "tiny", "--pk", str(pk), "--vk", str(vk), "--backend", "cpu"]) == 0
+    seed = str(random.randrange(2**32))
+    assert main(["prove", "--preset", "tiny", "--pk", str(pk), "--x", seed, "--proof", str(proof),
+                 "--public", str(st), "--backend", "cpu"]) == 0
+    obj = json.loads(st.read_text())
+    assert obj["statement"] == "sealtop-porep" and obj["preset"] == "tiny" and "challenges" not in obj
+    verify_args = ["verify", "--vk", str(vk), "--proof", str(proof), "--public"]
+    assert main([*verify_args, str(st)]) == 0
+    from engine.circuit.statement import statement_from_json
+
+    _, statement = statement_from_json(obj)
+    other = next(i for i in range(1, 100)  # a partition whose derived challenge differs
+                 if dataclasses.replace(statement, partition=i).challenges() != statement.challenges())
+    for field, value in (("comm_d", str((int(obj["comm_d"]) + 1) % R_MOD)), ("partition", other)):
+        bad = d / f"bad-{field}.json"
+        bad.write_text(json.dumps({**obj, field: value}))
+        assert main([*verify_args, str(bad)]) == 1, field
+    capsys.readouterr()
+    broken = d / "broken.json"
+    broken.write_text(json.dumps({k: v for k, v in obj.items() if k != "comm_r"}))
+    assert main([*verify_args, str(broken)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "comm_r" in err and "Traceback" not in err
+    assert main(["setup", "--preset", "huge", "--pk", str(pk), "--vk", str(vk)]) == 2

@@ -7,6 +7,10 @@ Two circuits let the whole path (setup, prove, verify, export) run from the shel
 
 Both return R1CS with bellman's ``x_i · 0 = 0`` input constraints already appended, and build the
 witness z = [1, public..., aux...] (Fr storage, Montgomery) from the private input x.
+
+A porep preset (engine/circuit/porep.py) runs the same path as one partition of a synthetic
+sector whose seed is x; its public-input file is then the statement (commitments and seeds,
+engine/circuit/statement.py), from which a verifier derives every public input itself.
 """
 
 from __future__ import annotations
@@ -37,9 +41,28 @@ class Circuit:
     name: str
     r1cs: R1CS
     make_witness: Callable[[int], np.ndarray]
+    statement: Callable[[int], dict] | None = None  # porep: x → the public-input file's object
 
     def witness(self, x: int) -> np.ndarray:
         return self.make_witness(x)
+
+
+def porep_circuit(preset: str) -> Circuit:
+    """Partition 0 of a porep preset; the private input x is the synthetic sector's seed."""
+    from engine.circuit.porep import build_porep, generate_partitions, porep_witness
+
+    shape = build_porep(preset)
+
+    def sector(x: int):
+        return generate_partitions(preset, x % (1 << 64))
+
+    def witness(x: int) -> np.ndarray:
+        return porep_witness(shape, sector(x)[1][0])[1]
+
+    def statement(x: int) -> dict:
+        return sector(x)[0].statement(0).to_json(preset)
+
+    return Circuit(preset, shape.r1cs, witness, statement)
 
 
 def _csr(cols: np.ndarray, coeffs: np.ndarray | None = None) -> CSR:
@@ -113,6 +136,27 @@ def build(name: str, n: int | None = None) -> Circuit:
             raise ValueError("the chain circuit needs --n (the number of multiplications)")
         return chain_circuit(n)
     raise ValueError(f"unknown circuit {name!r} (choose {', '.join(CIRCUITS)})")
+
+
+def public_from_json(obj: object, where: str) -> list[int]:
+    """The public inputs a verifier uses from a public-input file's JSON: a list of decimal
+    strings as it is, or a porep statement, from which every input is derived (ValueError in one
+    line when malformed)."""
+    if isinstance(obj, dict):
+        from engine.circuit.statement import statement_from_json
+
+        return statement_from_json(obj, where)[1].public_inputs()
+    if not isinstance(obj, list):
+        raise ValueError(f"public inputs {where} must be a JSON list of decimal strings or a porep statement")
+    out = []
+    for v in obj:
+        try:
+            out.append(int(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None)
+        except ValueError:
+            out.append(None)
+        if out[-1] is None:
+            raise ValueError(f"public inputs {where}: {v!r} is not an integer")
+    return out
 
 
 def public_inputs(r1cs: R1CS, z: np.ndarray) -> list[int]:
