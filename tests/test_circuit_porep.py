@@ -5,6 +5,7 @@ check), every public input bound, foreign graphs rejected, the disk cache, bad i
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import secrets
 
@@ -34,6 +35,9 @@ from kernels.cpu.convert import from_mont_fr, to_mont_fr
 # A Poseidon-only shape with parents: the graph statement end to end in about 2^14 constraints.
 WITH_PARENTS = PorepParams(challenges=2, layers=2, log2_nodes=4, base_parents=2, exp_parents=1, sha=False)
 MASK254 = (1 << 254) - 1
+# Builds of the 37-entry labelling (medium, large) and porep-32g's count take minutes here: they
+# run with SEALTOP_HEAVY=1, not in the default suite.
+heavy = pytest.mark.skipif(not os.environ.get("SEALTOP_HEAVY"), reason="set SEALTOP_HEAVY=1 (minutes of tracing)")
 
 
 def _tamper(z: np.ndarray, v: int, rnd: random.Random) -> np.ndarray:
@@ -306,6 +310,7 @@ def test_counts_equal_real_builds(tiny, with_parents) -> None:
 
 
 @pytest.mark.slow
+@heavy
 def test_porep_32g_count_is_filecoins() -> None:
     total, per = count_porep("porep-32g")
     assert total < 2**27 and abs(total - 130_278_869) / 130_278_869 < 0.03
@@ -313,6 +318,7 @@ def test_porep_32g_count_is_filecoins() -> None:
 
 
 @pytest.mark.slow
+@heavy
 @pytest.mark.parametrize("preset", ["small", "medium", "large"])
 def test_preset_counts_equal_real_builds(tmp_path, preset: str) -> None:
     shape = build_porep(preset, tmp_path)
@@ -322,7 +328,7 @@ def test_preset_counts_equal_real_builds(tmp_path, preset: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", ["small", "medium"])
+@pytest.mark.parametrize("preset", ["small", pytest.param("medium", marks=heavy)])
 def test_preset_satisfies_with_every_gadget(tmp_path, preset: str) -> None:
     shape = build_porep(preset, tmp_path)
     names = [t.name for t in shape.templates]
@@ -465,3 +471,19 @@ def test_synthesize_into_preallocated_buffers(tiny) -> None:
     bad = porep_mod.PorepPartition(parts[0].params, [R_MOD, *parts[0].public[1:]], parts[0].free, [])
     with pytest.raises(ValueError, match="field element"):
         porep_witness(shape, bad)
+
+
+def test_pipeline_circuits_give_the_verifiers_inputs() -> None:
+    """What the engine verifies against: derived from the job (seed, partition), equal to what
+    an honest witness carries, and different for another seed."""
+    from engine.groth16.examples import public_inputs
+    from engine.pipeline.circuits import resolve
+
+    seed = random.randrange(2**32)
+    for preset in ("cubic", "chain-9", "tiny"):
+        c = resolve(preset)
+        z = c.witness(seed, 1, 2, None)
+        assert c.public_inputs(seed, 1, 2) == public_inputs(c.r1cs, z)
+        assert c.public_inputs(seed + 1, 1, 2) != c.public_inputs(seed, 1, 2)
+    sector, _ = generate_partitions("tiny", seed, 2)
+    assert resolve("tiny").public_inputs(seed, 1, 2) == sector.statement(1).public_inputs()
