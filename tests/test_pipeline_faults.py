@@ -79,27 +79,18 @@ def semaphores_mapped_by(pid: int) -> set[str]:
     return names
 
 
-def start_engine_process(params: str, tmp_path: Path, jobs: int) -> tuple[subprocess.Popen, list]:
-    """An orchestrator in its own process, running ``jobs`` jobs; returns it once the first
-    proof is done (so workers, segments and queues all exist) and its stderr lines so far."""
-    code = f"""
-import sys
-sys.path.insert(0, {str(ROOT)!r})
-from engine.config import EngineConfig
-from engine.pipeline.engine import Engine, Job
-cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
-                   param_cache={params!r}, sample_interval_s=0.05)
-eng = Engine(cfg, progress=lambda line: print(line, file=sys.stderr, flush=True))
-q = eng.subscribe()
-eng.start()
-for i in range({jobs}):
-    eng.submit(Job({PRESET!r}, 2, seed=i + 1))
-while True:
-    ev = q.get()
-    if ev["kind"] == "proof_done":
-        print("proof_done", ev["job"], file=sys.stderr, flush=True)
-"""
-    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+def start_run(params: str, tmp_path: Path, jobs: int) -> subprocess.Popen:
+    """`sealtop run --jobs N --record FILE` in its own session; returns it once the first
+    proof is done (workers, segments and queues all exist). Its stderr lines so far are in
+    ``proc.lines``."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[engine]\nbackend = "cpu"\npartition_workers = 2\ngpu_channel_capacity = 1\n'
+                   f'[paths]\nparam_cache = "{params}"\n[telemetry]\nsample_interval_s = 0.05\n'
+                   f'[jobs]\npreset = "{PRESET}"\npartitions = 2\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "run", "--config", str(cfg),
+                             "--jobs", str(jobs), "--record", str(tmp_path / "run.jsonl")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
     lines: list[str] = []
     first = threading.Event()
@@ -107,17 +98,24 @@ while True:
     def read() -> None:
         for line in proc.stderr:
             lines.append(line)
-            if line.startswith("proof_done"):
+            if " done in " in line:
                 first.set()
 
     threading.Thread(target=read, daemon=True).start()
     assert first.wait(WAIT), "".join(lines)
-    return proc, lines
+    proc.lines = lines  # type: ignore[attr-defined]
+    return proc
 
 
 def test_sigkill_of_the_orchestrator_leaves_nothing_within_5s(params, tmp_path):
-    proc, lines = start_engine_process(params, tmp_path, jobs=200)
+    """SIGKILL of `run` mid-run: within 5 s no worker is alive, no segment with its prefix and
+    none of the semaphores it had open is left, and the recording's prefix reads back with
+    every proof the run had announced."""
+    from engine.stream.reader import read_recording
+
+    proc = start_run(params, tmp_path, jobs=200)
     try:
+        time.sleep(1.0)  # a few more proofs, so the recording has a tail to lose
         workers = children(proc.pid)
         sems = semaphores_mapped_by(proc.pid)
         assert len(workers) >= 3, workers  # two synthesis workers, the prover, the tracker
@@ -139,6 +137,11 @@ def test_sigkill_of_the_orchestrator_leaves_nothing_within_5s(params, tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    rec = read_recording(tmp_path / "run.jsonl")
+    verified = {e["job"] for e in rec.events if e["kind"] == "proof_done" and e["verified"]}
+    announced = {int(line.split("job ")[1].split()[0]) for line in proc.lines
+                 if " done in " in line and "verified" in line}
+    assert announced and announced <= verified, (announced, verified)
 
 
 def test_next_start_sweeps_and_reports_what_a_dead_run_left(params, tmp_path):
@@ -180,6 +183,7 @@ def test_next_start_sweeps_and_reports_what_a_dead_run_left(params, tmp_path):
     live_q.close()
 
 
+@pytest.mark.slow
 def test_a_stopped_worker_is_reported_stalled_and_retried(params):
     """SIGSTOP of the prover while it holds a partition: reported stalled (state T) in an
     error event within seconds, and with stall_action = "retry" the partition is proven
