@@ -13,7 +13,8 @@ The cache directory (--cache, default .cupycache in the repo root) is used as CU
 run that starts with the previous run's cache skips the NVRTC compilations (minutes).
 --bench takes 'msm_g1=16,20,24 ntt=20,24' (log2 sizes per kernel); 'default' means the full set;
 'msm_g1_windows=24:16,18,20' times one size with several window widths, and
-'msm_g1_items=20:32,64' with several work-item lengths.
+'msm_g1_items=20:32,64' with several work-item lengths, 'msm_g1_unsorted=24' with the work
+items in their natural order.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
         if k in ("msm_g1_windows", "msm_g1_items"):
             lg, _, ws = v.partition(":")
             (windows if k == "msm_g1_windows" else items)[int(lg)] = [int(w) for w in ws.split(",")]
+        elif k == "msm_g1_unsorted":  # work items in their natural order (msm.SORT_ITEMS off)
+            for lg in v.split(","):
+                items.setdefault(int(lg), []).append(0)
         else:
             sizes[k] = [int(x) for x in v.split(",") if x]
     return sizes, windows, items
@@ -165,10 +169,18 @@ def main() -> int:
                     log(f"G1 MSM 2^{lg} window {w}: {r['ms']:.2f} ms; item length {r['item_len']}; phases {r.get('phases_ms')}")
                     rows.append(r)
                     save()
+            from kernels.cuda import msm as _msm
+
             for lg, ls in items.items():
                 for L in ls:
-                    r = bench_msm("g1", lg, args.repeat, item_len=L)
-                    log(f"G1 MSM 2^{lg} item length {L}: {r['ms']:.2f} ms; window {r['window']}, {r['items']} items; phases {r.get('phases_ms')}")
+                    _msm.SORT_ITEMS = L != 0
+                    try:
+                        r = bench_msm("g1", lg, args.repeat, item_len=L or None)
+                    finally:
+                        _msm.SORT_ITEMS = True
+                    r["sort_items"] = L != 0
+                    what = f"item length {L}" if L else "items unsorted"
+                    log(f"G1 MSM 2^{lg} {what}: {r['ms']:.2f} ms; window {r['window']}, {r['items']} items of {r['item_len']}; phases {r.get('phases_ms')}")
                     rows.append(r)
                     save()
             order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2") if k in sizes]

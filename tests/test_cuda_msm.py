@@ -38,7 +38,7 @@ def test_g1_msm_matches_arkworks(n: int) -> None:
     assert np.array_equal(got, T.ark_msm("g1", pts, sc))
 
 
-@pytest.mark.parametrize("window", [4, 5, 7, 9, 13])
+@pytest.mark.parametrize("window", [4, 5, 7, 9, 13, 17, 20])
 def test_g1_msm_every_window(window: int) -> None:
     import cupy as cp
 

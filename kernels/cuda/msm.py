@@ -29,22 +29,30 @@ from kernels.cuda.stream import settle, to_host
 AFFINE_U64 = {"g1": 12, "g2": 24}
 XYZZ_U64 = {"g1": 24, "g2": 48}
 BLOCK = 128
-SLICE = 16  # buckets per thread in the window reduction
-# A bucket cut into more work items than this has its item sums added by a tree of reductions
-# instead of serially by one thread: with signed digits the top window often holds only a few
-# bits (or only the carry), so a handful of its buckets receive a large share of all points.
-# Measured (H200, G1, threshold 32): at 2^20 points, c = 12 (about 9 top-window buckets of about
-# 128 items each) the tree's extra launches made the bucket phase 23 ms against 7 ms serially;
-# at 2^24, c = 15 (one carry-only bucket of about 8192 items) the tree made it 7 ms against 184 ms.
-# 256 keeps the first case serial and the second on the tree (not re-measured at 256).
-HEAVY_ITEMS = 256
-HEAVY_MAX_BUCKETS = 1024
+# Buckets per thread in the window reduction: each thread also multiplies its slice's sum by the
+# slice's offset (about log2(offset) doublings), so wide windows take longer slices.
+def slice_len(c: int) -> int:
+    return 16 if c <= 16 else 32
+# A bucket cut into more work items than HEAVY_ITEMS has its item sums added by a tree instead
+# of serially by one thread: with signed digits the top window often holds only a few bits (or
+# only the carry), so a handful of its buckets receive a large share of all points, and repeated
+# scalars do the same in every window. One thread's chain of XYZZ additions runs at latency, not
+# throughput: the 2026-12-01 phase times on the H200 put it near 18 us an addition (the window
+# reduction at c = 20 ended in 13 threads of 1024 additions each, 46 ms; nine heavy buckets
+# reduced one after another by 64-way levels, 11 ms at 2^20). So every tree adds at most FAN
+# terms per thread per level, and all heavy buckets go through each level together
+# (reduce_segments).
+HEAVY_ITEMS = 32
+HEAVY_MAX_BUCKETS = 1 << 20
+FAN = 8
 # Combine the windows on the host (kernels/cuda/finish.py) rather than in one GPU thread.
 HOST_FINISH = True
 # Work items the accumulation aims for: about four waves of its resident threads on an H200
-# (132 SMs x 4 blocks of 128). Fewer, longer items leave small MSMs latency-bound: at 2^20 points
+# (132 SMs x 3 blocks of 128). Fewer, longer items leave small MSMs latency-bound: at 2^20 points
 # with one item per bucket each thread adds ~512 points in sequence on a card a third full.
-TARGET_ITEMS = 132 * 512 * 4
+TARGET_ITEMS = 132 * 384 * 4
+# Run the accumulation's work items longest first (see msm()).
+SORT_ITEMS = True
 
 
 
@@ -52,16 +60,48 @@ def _grid(n: int, block: int = BLOCK) -> tuple[int]:
     return (max(1, (n + block - 1) // block),)
 
 
-def default_window(m: int, group: str) -> int:
-    """Window bits c for a tail of m scalars: log2(m) - 8, between 4 and 16.
+MAX_WINDOW = 16
+# From 2^26 scalars on, wider windows: at 2^26 (H200, 2026-12-01) c = 20 took 493.8 ms against
+# c = 16 516.0, c = 18 523.5 and c = 19 515.0 (13 windows instead of 16: accumulation 366 ms
+# against 447, partly paid back in the sort, 85 against 60 ms, and the window reduction).
+LARGE_LOG = 26
+LARGE_WINDOW = 20
 
-    Measured on the H200 (2026-11-30, G1, 2^24 points, docs/BENCHMARKS.md): c = 16 took
-    317 ms, c = 15 393 ms, c = 14 541 ms; before the bucket phases were reworked, c = 18 took
-    1096 ms and c = 20 1289 ms. c = 16 also leaves the top window a full 15 bits, so no bucket is
-    heavy (see HEAVY_ITEMS).
+
+def top_window_bits(c: int) -> int:
+    """Scalar bits (of 255) left for the last of ceil(256 / c) signed-digit windows."""
+    nwin = (256 + c - 1) // c
+    return 255 - (nwin - 1) * c
+
+
+def default_window(m: int, group: str) -> int:
+    """Window bits c for a tail of m scalars.
+
+    LARGE_WINDOW from 2^LARGE_LOG scalars on. Below, candidates around log2(m) - 4 (at most
+    MAX_WINDOW); those whose top window keeps fewer than c / 2 scalar bits are dropped (its few
+    buckets then take a large share of all points: c = 12 leaves 3 bits, c = 14 3, c = 15 only
+    the carry); of the rest, the one with the fewest estimated additions wins: nwin * m in the
+    buckets, plus about 4 per bucket for the bucket sums and the window reduction.
+    Measured on the H200 (2026-12-01, G1): at 2^20, c = 12 19.9 ms, 13 19.0, 14 18.8, 16 16.8;
+    at 2^22, c = 13 49.3 ms, 16 40.7; at 2^24, c = 16 152.5, 17 170.5, 18 189.1, 20 211.5 (the
+    last four before the reduction trees and the item order of this version).
     """
     lg = max(1, m.bit_length() - 1)
-    return max(4, min(16, lg - 8))
+    if lg >= LARGE_LOG:
+        return LARGE_WINDOW
+    c0 = max(4, min(MAX_WINDOW, lg - 4))
+    best, best_cost = c0, None
+    for c in range(max(4, c0 - 3), min(MAX_WINDOW, c0 + 2) + 1):
+        tiny = top_window_bits(c) < c // 2
+        if tiny and c != c0:
+            continue
+        nwin = (256 + c - 1) // c
+        cost = nwin * m + 4 * nwin * (1 << (c - 1))
+        if tiny:
+            cost *= 2  # c0 itself with a tiny top window: only when nothing else qualifies
+        if best_cost is None or cost < best_cost:
+            best, best_cost = c, cost
+    return best
 
 
 @dataclass
@@ -77,7 +117,7 @@ class MsmStats:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-def _reduce_all(group: str, arr: Any, count: int, per: int = 64) -> Any:
+def _reduce_all(group: str, arr: Any, count: int, per: int = FAN) -> Any:
     """Sum count XYZZ points in arr down to one (uint64[1, words])."""
     cp = _cp()
     fn = kernel(f"msm_{group}", f"{group}_reduce")
@@ -98,6 +138,30 @@ def item_length(m: int, nwin: int, half: int) -> int:
     per_bucket = 2 * ((m + half - 1) // half)
     fill = -(-(m * nwin) // TARGET_ITEMS)
     return max(8, min(per_bucket, fill))
+
+
+def reduce_segments(group: str, arr: Any, starts: np.ndarray, lens: np.ndarray) -> Any:
+    """Device uint64[len(starts), words]: row s is the XYZZ sum of arr[starts[s] : starts[s] + lens[s]]
+    (infinity where lens[s] is 0), by a tree whose threads add at most FAN rows per level; all
+    segments go through each level together, in one launch."""
+    cp = _cp()
+    fn = kernel(f"msm_{group}", f"{group}_reduce_groups")
+    xw = XYZZ_U64[group]
+    starts = np.asarray(starts, dtype=np.int64)
+    lens = np.asarray(lens, dtype=np.int64)
+    while True:
+        ng = np.maximum(1, -(-lens // FAN))  # groups of each segment at this level
+        first = np.cumsum(ng) - ng
+        seg_of = np.repeat(np.arange(lens.size), ng)
+        k = np.arange(int(ng.sum())) - first[seg_of]
+        gstart = starts[seg_of] + FAN * k
+        glen = np.clip(lens[seg_of] - FAN * k, 0, FAN)
+        out = cp.empty((max(1, gstart.size), xw), dtype=cp.uint64)
+        fn(_grid(gstart.size), (BLOCK,), (arr, cp.asarray(gstart.astype(np.uint32)), cp.asarray(glen.astype(np.uint32)),
+                                          np.uint32(gstart.size), out))
+        if (ng == 1).all():
+            return out[: lens.size]
+        arr, starts, lens = out, first, ng
 
 
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
@@ -189,9 +253,13 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del bucket_off
     mark("items")
 
+    # longest items first: the threads of a warp then add chains of nearly equal length (with one
+    # item per bucket, the lengths vary as the buckets' counts do, about +-5% at 2^24)
+    order = cp.argsort(item_end - item_start)[::-1].astype(cp.uint32) if SORT_ITEMS and total_items > 1 else None
     partials = cp.empty((max(total_items, 1), xw), dtype=cp.uint64)
-    kernel(f"msm_{group}", f"{group}_accumulate")(_grid(total_items), (BLOCK,), (points, sorted_, item_start, item_end, np.uint32(total_items), partials))
-    del sorted_, item_start, item_end
+    kernel(f"msm_{group}", f"{group}_accumulate")(_grid(total_items), (BLOCK,), (
+        points, sorted_, item_start, item_end, order if order is not None else np.uint64(0), np.uint32(total_items), partials))
+    del sorted_, item_start, item_end, order
     mark("accumulate")
     _reduce_heavy(group, partials, nitems, item_off, count)
     del nitems
@@ -200,18 +268,19 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del partials, count, item_off
     mark("bucket_sum")
 
-    nseg = half // SLICE if half >= SLICE else 1
+    sl = slice_len(c)
+    nseg = half // sl if half >= sl else 1
     segs = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
     kernel(f"msm_{group}", f"{group}_segments")(_grid(nwin * nseg), (BLOCK,), (buckets, np.uint32(half), np.uint32(nseg), np.uint32(nwin), segs))
     del buckets
-    wins = cp.empty((nwin, xw), dtype=cp.uint64)
-    # two levels, so no thread adds more than 32 slice sums serially
-    per1 = min(32, nseg)
-    mid = cp.empty((nwin * nseg // per1, xw), dtype=cp.uint64)
+    # a tree of FAN-way levels per window (nseg is a power of two, so every level divides it)
     red = kernel(f"msm_{group}", f"{group}_reduce")
-    red(_grid(mid.shape[0]), (BLOCK,), (segs, np.uint64(nwin * nseg), np.uint32(per1), mid))
-    red(_grid(nwin), (BLOCK,), (mid, np.uint64(mid.shape[0]), np.uint32(nseg // per1), wins))
-    del mid
+    wins, cur = segs, nseg
+    while cur > 1:
+        per = min(FAN, cur)
+        nxt = cp.empty((nwin * (cur // per), xw), dtype=cp.uint64)
+        red(_grid(nxt.shape[0]), (BLOCK,), (wins, np.uint64(nwin * cur), np.uint32(per), nxt))
+        wins, cur = nxt, cur // per
     mark("window_reduce")
     if HOST_FINISH:
         row = combine_windows(group, to_host(wins), c, to_host(ones))
@@ -238,10 +307,9 @@ def _reduce_heavy(group: str, partials: Any, nitems: Any, item_off: Any, count: 
     order = np.argsort(-ks.astype(np.int64), kind="stable")[:HEAVY_MAX_BUCKETS]
     hb = to_host(heavy)[order]
     offs = to_host(item_off[heavy])[order]
-    for b, off, k in zip(hb.tolist(), offs.tolist(), ks[order].tolist()):
-        total = _reduce_all(group, partials[off : off + k], k)
-        partials[off] = total[0]
-        count[b] = 1
+    sums = reduce_segments(group, partials, offs, ks[order])
+    partials[cp.asarray(offs.astype(np.int64))] = sums
+    count[cp.asarray(hb.astype(np.int64))] = 1
 
 
 def _phase_times(stats: MsmStats | None, marks: list[tuple[str, Any]]) -> None:

@@ -112,13 +112,16 @@ __device__ __forceinline__ void sum_ones(const uint32_t* points, const uint8_t* 
     acc.store(partial + t * X::WORDS);
 }
 
+// Thread t takes work item order[t] (order: the items by length, longest first, so that the
+// threads of a warp run chains of nearly one length; null: item t).
 template <class F>
 __device__ __forceinline__ void accumulate(const uint32_t* points, const uint32_t* sorted, const uint32_t* item_start, const uint32_t* item_end,
-                                           uint32_t nitems, uint32_t* partial) {
+                                           const uint32_t* order, uint32_t nitems, uint32_t* partial) {
     typedef Affine<F> A;
     typedef Xyzz<F> X;
     uint32_t it = blockIdx.x * blockDim.x + threadIdx.x;
     if (it >= nitems) return;
+    if (order) it = order[it];
     X acc = X::infinity();
     for (uint32_t pos = item_start[it], end = item_end[it]; pos < end; pos++) {
         uint32_t v = sorted[pos];
@@ -176,6 +179,20 @@ __device__ __forceinline__ void reduce(const uint32_t* in, uint64_t count, uint3
     X acc = X::infinity();
     for (uint64_t i = start; i < end; i++) acc.add(X::load(in + i * X::WORDS));
     acc.store(out + t * X::WORDS);
+}
+
+// out[g] = sum of in[start[g] .. start[g] + len[g]) (XYZZ; infinity for len 0): one level of the
+// segmented reduction trees in msm.py, which keep len small since one thread's chain of XYZZ
+// additions runs at latency, not throughput (about 18 us an addition on the H200).
+template <class F>
+__device__ __forceinline__ void reduce_groups(const uint32_t* in, const uint32_t* start, const uint32_t* len, uint32_t ngroups,
+                                              uint32_t* out) {
+    typedef Xyzz<F> X;
+    uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= ngroups) return;
+    X acc = X::infinity();
+    for (uint32_t i = start[g], e = start[g] + len[g]; i < e; i++) acc.add(X::load(in + (uint64_t)i * X::WORDS));
+    acc.store(out + (uint64_t)g * X::WORDS);
 }
 
 // One thread: sum_w 2^(c w) win[w] (+ extra), written affine.
@@ -240,8 +257,8 @@ __device__ __forceinline__ void fixed_mul(const uint32_t* table, int c, int nwin
     extern "C" __global__ void G##_sum_ones(const uint32_t* points, const uint8_t* cls, uint64_t n, uint32_t chunk,           \
                                             uint32_t* partial) { sum_ones<F>(points, cls, n, chunk, partial); }                \
     extern "C" __global__ void MSM_ACC_BOUNDS G##_accumulate(const uint32_t* points, const uint32_t* sorted, const uint32_t* s,             \
-                                              const uint32_t* e, uint32_t nitems, uint32_t* partial) {                     \
-        accumulate<F>(points, sorted, s, e, nitems, partial);                                                                \
+                                              const uint32_t* e, const uint32_t* order, uint32_t nitems, uint32_t* partial) { \
+        accumulate<F>(points, sorted, s, e, order, nitems, partial);                                                         \
     }                                                                                                                        \
     extern "C" __global__ void G##_bucket_sum(const uint32_t* partial, const uint32_t* count, const uint32_t* item_off,     \
                                               uint32_t nb, uint32_t L, uint32_t* buckets) {                                  \
@@ -251,6 +268,10 @@ __device__ __forceinline__ void fixed_mul(const uint32_t* table, int c, int nwin
                                             uint32_t* out) { segments<F>(buckets, half, nseg, nwin, out); }                  \
     extern "C" __global__ void G##_reduce(const uint32_t* in, uint64_t count, uint32_t per, uint32_t* out) {                \
         reduce<F>(in, count, per, out);                                                                                      \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_reduce_groups(const uint32_t* in, const uint32_t* start, const uint32_t* len,            \
+                                                 uint32_t ngroups, uint32_t* out) {                                          \
+        reduce_groups<F>(in, start, len, ngroups, out);                                                                      \
     }                                                                                                                        \
     extern "C" __global__ void G##_finish(const uint32_t* win, int nwin, int c, const uint32_t* extra, uint32_t* out) {     \
         finish<F>(win, nwin, c, extra, out);                                                                                 \

@@ -1,0 +1,92 @@
+"""The MSM's host-side plan (window width, work-item length, the segmented reduction's index
+arithmetic), checked without a GPU against brute force."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from kernels.cuda import msm
+
+
+def test_top_window_bits_matches_counting() -> None:
+    for c in range(4, 24):
+        nwin = -(-256 // c)
+        assert nwin * c >= 256 > (nwin - 1) * c
+        # the scalar bit positions (0..254) that fall in the last window
+        assert msm.top_window_bits(c) == sum(1 for i in range(255) if i // c == nwin - 1)
+
+
+def test_default_window_avoids_tiny_top_windows() -> None:
+    for lg in range(8, 30):
+        m = (1 << lg) + random.randrange(1 << (lg - 1))
+        c = msm.default_window(m, "g1")
+        if lg >= msm.LARGE_LOG:
+            assert c == msm.LARGE_WINDOW
+        else:
+            assert 4 <= c <= msm.MAX_WINDOW
+            # a window whose last digit keeps fewer than c/2 bits is chosen only when every
+            # candidate near log2(m) - 4 has one
+            c0 = max(4, min(msm.MAX_WINDOW, lg - 4))
+            near = range(max(4, c0 - 3), min(msm.MAX_WINDOW, c0 + 2) + 1)
+            if any(msm.top_window_bits(k) >= k // 2 for k in near):
+                assert msm.top_window_bits(c) >= c // 2, (lg, c)
+        assert msm.top_window_bits(c) >= c // 2 or lg < 11, (lg, c)
+    assert msm.default_window(1 << 22, "g1") != 14  # 14 leaves 3 bits at the top
+    assert msm.default_window(0, "g1") >= 4
+
+
+def test_item_length_bounds() -> None:
+    for _ in range(200):
+        m = random.randrange(1, 1 << 28)
+        c = random.randrange(4, 21)
+        nwin, half = -(-256 // c), 1 << (c - 1)
+        L = msm.item_length(m, nwin, half)
+        assert L >= 8
+        assert L <= max(8, 2 * -(-m // half))
+        if L > 8 and L < 2 * -(-m // half):
+            # then L was set by filling the card: between half of TARGET_ITEMS and all of it
+            assert msm.TARGET_ITEMS // 2 <= -(-(m * nwin) // L) <= msm.TARGET_ITEMS
+
+
+def test_reduce_segments_index_arithmetic(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """reduce_segments' level-by-level grouping, run on integers instead of points."""
+
+    class FakeCp:
+        uint64 = np.uint64
+
+        @staticmethod
+        def empty(shape, dtype):  # type: ignore[no-untyped-def]
+            return np.zeros(shape[0], dtype=np.int64)
+
+        @staticmethod
+        def asarray(a):  # type: ignore[no-untyped-def]
+            return np.asarray(a)
+
+    def fake_kernel(module: str, name: str):  # type: ignore[no-untyped-def]
+        assert name.endswith("_reduce_groups")
+
+        def launch(grid, block, args):  # type: ignore[no-untyped-def]
+            arr, gs, gl, ng, out = args
+            assert int(gl.max(initial=0)) <= msm.FAN
+            for g in range(int(ng)):
+                out[g] = arr[gs[g] : gs[g] + gl[g]].sum()
+
+        return launch
+
+    monkeypatch.setattr(msm, "_cp", lambda: FakeCp)
+    monkeypatch.setattr(msm, "kernel", fake_kernel)
+    rng = np.random.default_rng()
+    for _ in range(50):
+        n = int(rng.integers(1, 5000))
+        arr = rng.integers(0, 1 << 20, n)
+        k = int(rng.integers(1, 30))
+        starts = rng.integers(0, n, k)
+        lens = np.minimum(rng.integers(0, 3000, k), n - starts)
+        got = msm.reduce_segments("g1", arr, starts, lens)
+        want = [int(arr[a : a + b].sum()) for a, b in zip(starts, lens)]
+        assert [int(x) for x in got] == want
+    # a wrong grouping would be caught: one segment off by one element
+    got = msm.reduce_segments("g1", np.arange(100), np.array([10]), np.array([50]))
+    assert int(got[0]) == sum(range(10, 60)) != sum(range(10, 61))
