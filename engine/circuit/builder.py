@@ -207,13 +207,18 @@ def _assemble(templates: list[Template], stages: list[Stage], which: str, num_in
 # ---------------------------------------------------------------------------- the disk cache
 
 
+# modules that compute values, not the shape: editing them keeps the cached circuits
+_NOT_SHAPE = ("witness.py", "native.py", "poseidon_native.py", "check.py", "__init__.py", "graph.py",
+              "statement.py", "sector.py")
+
+
 def _source_digest() -> str:
     """Digest of the code and constants that decide a circuit's shape, so that a change to a
     gadget never serves a stale cache entry."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for f in sorted(here.glob("*.py")) + sorted(here.glob("*.json")):
-        if f.name not in ("witness.py", "native.py", "poseidon_native.py", "check.py", "__init__.py"):
+        if f.name not in _NOT_SHAPE:
             h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
