@@ -101,11 +101,6 @@ def poseidon_label_inputs(replica_id: int, layer: int, node: int, parent_labels:
     return [replica_id, poseidon_label_tag(layer, node), *entries]
 
 
-def _u64(seed: int, *tags: int | str) -> int:
-    h = hashlib.sha256(repr((seed, *tags)).encode()).digest()
-    return int.from_bytes(h[:8], "little")
-
-
 def replica_id_of(seed: int) -> int:
     return sha256_field(b"sealtop replica id" + seed.to_bytes(16, "little", signed=True))
 

@@ -15,7 +15,6 @@ Challenges are in 1..N−1: node 0 is never challenged (its label hashes no pare
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 
 from engine.circuit.graph import ParentGraph
@@ -104,10 +103,3 @@ def statement_from_json(obj: object, where: str = "statement") -> tuple[str, Por
         raise ValueError(f"{where}: replica_id, comm_d and comm_r must be field elements")
     return preset, PorepStatement(params, *vals, seeds[0], seeds[1], partition)
 
-
-def load_statement_json(text: str, where: str) -> tuple[str, PorepStatement]:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError:
-        raise ValueError(f"{where} is not valid JSON") from None
-    return statement_from_json(obj, where)
