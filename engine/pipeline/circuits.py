@@ -122,16 +122,20 @@ def _porep_parts(mod, preset: str, shape) -> tuple[Witness, Public]:
     (seed, partitions) in this process. The verifier's side takes the sector's commitments (what
     Filecoin reads from the chain) and derives the rest from the seeds."""
 
-    @functools.lru_cache(maxsize=2)
+    @functools.lru_cache(maxsize=2)  # a sector's partitions hold every private value: few
     def sector(seed: int, partitions: int):
         return mod.generate_partitions(preset, seed, partitions)
+
+    @functools.lru_cache(maxsize=256)  # the commitments alone are small: one entry per job
+    def commitments(seed: int, partitions: int):
+        return sector(seed, partitions)[0]
 
     def witness(seed: int, partition: int, partitions: int, out=None) -> np.ndarray:
         parts = sector(seed, max(partitions, partition + 1))[1]
         return mod.porep_witness(shape, parts[partition], out)[1]
 
     def public(seed: int, partition: int, partitions: int) -> list[int]:
-        sec = sector(seed, max(partitions, partition + 1))[0]
+        sec = commitments(seed, max(partitions, partition + 1))
         return sec.statement(partition).public_inputs()
 
     return witness, public
