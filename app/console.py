@@ -27,6 +27,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 
+from app.live_source import LiveStream
 from app.replay import ReplayController
 from app.session_io import Session
 from app.state import DashboardState, apply, budget_bytes, fmt_bytes, reduce
@@ -36,6 +37,9 @@ from app.widgets.render import Palette
 from themes import DEFAULT_THEME, THEME_NAMES, THEMES
 
 REFRESH_CHOICES = (0.1, 0.25, 0.5, 1.0, 2.0)
+# Actions a mode may not offer (see SealtopApp.check_action).
+TUNING_ACTIONS = frozenset({"knob", "pause", "submit", "save_config", "autofeed"})
+REPLAY_ACTIONS = frozenset({"play", "step", "speed", "seek", "seek_end"})
 REPLAY_TICK = 0.05  # s between replay clock advances
 GiB = 2**30
 
@@ -124,14 +128,11 @@ class SealtopApp(App):
         self._dirty = True
         self._bar_dirty = False
         self._engine_failed = False
-        self._engine_queue: Any = None
         self._pal = Palette()
         self._pal_theme = ""
         self._submitted = 0
         self._submitting = 0
-        self._recorder: Any = None
-        self._tap: Any = None  # the live stream's tap, while the engine runs
-        self._tap_lock = threading.Lock()
+        self._stream: LiveStream | None = None  # the live source, while the engine runs
         self.session = session
         self.sessions = sessions
         self.controller: ReplayController | None = None
@@ -217,31 +218,14 @@ class SealtopApp(App):
                 eng.stop(drain=False)
             except Exception:  # noqa: BLE001 - quitting must not fail
                 pass
-        self._end_stream("console closed; engine stopped")
-
-    def _end_stream(self, text: str) -> bool:
-        """Close the live stream: its last event is the console line saying the engine stopped;
-        the tap delivers everything before it, and the recorder is synced and closed. True if a
-        stream was open."""
-        with self._tap_lock:
-            tap, self._tap = self._tap, None
-        if tap is None:
-            return False
-        tap.publish(lambda t: console_line(t, "warn", text, engine_state="stopped"))
-        try:
-            tap.close(timeout=30)
-        except Exception:  # noqa: BLE001 - quitting must not fail
-            pass
-        return True
+        if self._stream is not None:
+            self._stream.end("console closed; engine stopped")
 
     # ---- the engine bridge (thread worker) ------------------------------------------------
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def run_engine(self) -> None:
-        """Build the engine, put the tap on its stream (recorder, console bridge), start both."""
-        from engine.stream.recorder import RecordingError, SessionRecorder
-        from engine.stream.tap import Tap
-
+        """Build the engine, put the live source on its stream (recorder, bridge), start it."""
         self._bridge_tid = threading.get_native_id()  # for the console CPU benchmark
         try:
             engine = self.engine_factory()  # type: ignore[misc]
@@ -249,41 +233,19 @@ class SealtopApp(App):
                 engine.progress = lambda line: self.post_message(
                     EngineStatus(line.strip(), "info", state="preparing"))
             q = engine.subscribe()
-            self._engine_queue = q
         except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
             self.post_message(EngineStatus(f"engine failed to start: {exc}", "error", state="unavailable"))
             return
-        tap = Tap(q, on_error=self._sink_failed, name="sealtop-console-tap")
-        recorder = None
-        if self.record:
-            try:
-                recorder = SessionRecorder(self.record)
-            except RecordingError as exc:
-                self.post_message(EngineStatus(str(exc), "error"))
-            else:
-                tap.add("recorder", lambda b: [recorder.write(e) for e in b], essential=True,
-                        idle=recorder.tick, close=recorder.close)
-        self._recorder = recorder
-        # The bridge never blocks (posting a message only queues it) and must see every event,
-        # or the dashboard would differ from the recording.
-        tap.add("console", lambda b: self.post_message(EngineEvents(b)), essential=True)
-        with self._tap_lock:
-            self._tap = tap.start()
+        stream = LiveStream(q, self.record, lambda b: self.post_message(EngineEvents(b)),
+                            lambda level, text: self.post_message(EngineStatus(text, level)))
+        self._stream = stream
         try:
             engine.start()
         except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
-            self._end_stream(f"engine failed to start: {exc}")
+            stream.end(f"engine failed to start: {exc}")
             self.post_message(EngineStatus("", state="unavailable"))
             return
         self.post_message(EngineStatus("engine started", engine=engine, state="running"))
-
-    def _sink_failed(self, sink: Any, exc: BaseException) -> None:
-        """A tap sink stopped (the recording failed: disk full, I/O error); the console goes on."""
-        if sink.name == "recorder":
-            self._recorder = None
-            self.post_message(EngineStatus(f"{sink.error}; the console goes on without it", "error"))
-        else:
-            self.post_message(EngineStatus(f"{sink.name} stopped: {sink.error}", "warn"))
 
     @work(thread=True, group="engine-stop", exit_on_error=False)
     def stop_engine(self, drain: bool = True) -> None:
@@ -296,7 +258,8 @@ class SealtopApp(App):
             eng.stop(drain=drain)
         except Exception as exc:  # noqa: BLE001
             self.post_message(EngineStatus(f"engine stop failed: {exc}", "error"))
-        self._end_stream("engine stopped")
+        if self._stream is not None:
+            self._stream.end("engine stopped")
         self.post_message(EngineStatus("", state="stopped"))
 
     @on(EngineEvents)
@@ -328,11 +291,7 @@ class SealtopApp(App):
         """A console-side log line (an action and its outcome, a notice). While the live stream
         runs it is a `console` event of that stream (recorded, replayed, seekable); without one
         (no engine, or a replay's own notices) it is folded into the shown state directly."""
-        with self._tap_lock:
-            tap = self._tap
-        if tap is not None:
-            tap.publish(lambda t: console_line(t, level, text))
-        else:
+        if self._stream is None or not self._stream.say(level, text):
             apply(self.state, console_line(self.state.t, level, text))
         self._dirty = True
 
@@ -361,7 +320,7 @@ class SealtopApp(App):
             mode="unavailable"
             if self.mode == "live" and (self.engine_factory is None or self._engine_failed)
             else self.mode,
-            recording=self.record if self._recorder is not None else None,
+            recording=self.record if self._stream is not None and self._stream.recording else None,
             readonly=self.readonly or self.mode != "live",
             refresh=self.refresh_s,
             replay=replay,
@@ -430,6 +389,49 @@ class SealtopApp(App):
                 continue
         if drawn:  # before the first screen mounts, stay dirty so its mount draws it
             self._dirty = self._bar_dirty = False
+
+    # ---- actions: the dashboard binds these in the app namespace ---------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hidden (False) where a mode never offers the action; shown disabled (None) where it
+        is only switched off (read-only console, engine not running)."""
+        if action in TUNING_ACTIONS:
+            if self.mode != "live":
+                return False
+            return True if self.can_tune else None
+        if action in REPLAY_ACTIONS:
+            return self.mode == "replay"
+        return True
+
+    def action_knob(self, name: str, direction: int) -> None:
+        self.nudge_knob(name, direction)
+
+    def action_pause(self) -> None:
+        self.toggle_pause()
+
+    def action_submit(self) -> None:
+        self.submit_job()
+
+    def action_autofeed(self) -> None:
+        self.toggle_autofeed()
+
+    def action_save_config(self) -> None:
+        self.save_config()
+
+    def action_play(self) -> None:
+        self.replay_toggle()
+
+    def action_step(self, n: int) -> None:
+        self.replay_step(n)
+
+    def action_speed(self, d: int) -> None:
+        self.replay_speed(d)
+
+    def action_seek(self) -> None:
+        self.replay_seek_prompt()
+
+    def action_seek_end(self) -> None:
+        self.replay_seek("end")
 
     # ---- actions shared by screens --------------------------------------------------------
 
@@ -615,20 +617,11 @@ class SealtopApp(App):
         c = self.controller
         if c is None:
             return False
-        w = where.strip().lower()
         try:
-            if w in ("end", "$"):
-                c.to_end()
-            elif w in ("start", "0", "^"):
-                c.seek(0.0)
-            elif w.endswith("%"):
-                c.seek(c.duration * float(w[:-1]) / 100.0)
-            else:
-                c.seek(float(w.rstrip("s")))
+            c.seek_to(where)
         except ValueError:
             self.notify(f"not a time: {where!r} (try 12.5, 50% or end)", severity="error")
             return False
-        c.playing = False
         self.request_render()
         return True
 

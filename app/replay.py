@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import math
 from dataclasses import dataclass, field
 
 from app.state import DashboardState, apply
@@ -16,6 +17,24 @@ from engine.stream.schema import Event
 
 SPEEDS = (1, 2, 4, 8, 16, 32, 64)
 CHECKPOINT_EVERY = 500  # events between saved states, for fast seeks backwards
+
+
+def seek_target(where: str, duration: float) -> float:
+    """The session time an operator's seek request names: seconds ("12.5", "12.5s"), a
+    percentage of the recording ("50%"), "start" (or "0", "^") or "end" (or "$"). ValueError for
+    anything else, a negative or non-finite time included; times past the end clamp to it."""
+    w = where.strip().lower()
+    if w in ("end", "$"):
+        return duration
+    if w in ("start", "^"):
+        return 0.0
+    if w.endswith("%"):
+        t = duration * float(w[:-1]) / 100.0
+    else:
+        t = float(w[:-1] if w.endswith("s") else w)
+    if not math.isfinite(t) or t < 0:
+        raise ValueError(f"not a time in the recording: {where!r}")
+    return min(t, duration)
 
 
 @dataclass
@@ -81,6 +100,12 @@ class ReplayController:
 
     def to_end(self) -> None:
         self.seek(self.duration)
+
+    def seek_to(self, where: str) -> None:
+        """Seek as an operator asks (see seek_target) and pause; ValueError if it names no
+        time."""
+        self.seek(seek_target(where, self.duration))
+        self.playing = False
 
     def toggle(self) -> bool:
         if self.at_end and not self.playing:

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.replay import ReplayController
 from app.session_io import SessionError, load_session, parse_session
@@ -260,3 +262,19 @@ def test_cancelled_jobs_are_neither_failed_nor_in_flight():
     assert not any("FAILED verification" in e.text for e in s.log)
     assert status_cell(s.jobs[2], Palette()).plain == "⊘"
     assert matches(s.jobs[2], "cancel") and not matches(s.jobs[1], "cancel")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0.0, 1e4, allow_nan=False), st.floats(0.0, 1e4, allow_nan=False),
+       st.sampled_from(["", "s", " s"]))
+def test_seek_requests_name_a_time_or_are_refused(duration, t, unit):
+    from app.replay import seek_target
+
+    assert seek_target(f" {t!r}{unit} ", duration) == min(t, duration)
+    pct = t / 100.0
+    assert seek_target(f"{pct!r}%", duration) == pytest.approx(min(duration * pct / 100.0, duration))
+    assert seek_target("END", duration) == seek_target("$", duration) == duration
+    assert seek_target("start", duration) == seek_target("0", duration) == 0.0
+    for bad in ("-1", "nan", "inf", "soon", "%", "12..5"):
+        with pytest.raises(ValueError):
+            seek_target(bad, duration)

@@ -1,8 +1,9 @@
 """The dashboard: header, pipeline strip, GPU and memory panels, proofs table, event log.
 
 The same screen serves live and replay; in replay a control bar appears and the tuning keys are
-disabled (and shown as such in the footer and help). Every action that changes the engine goes
-through the app, which holds the Engine.
+disabled (and shown as such in the footer and help). Tuning and replay keys are bound to actions
+in Textual's ``app.`` namespace: the app holds the Engine and the replay clock, and says which of
+them a mode offers (SealtopApp.check_action).
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from app.widgets.render import Palette
 PANELS = {1: ("pipeline", "pipeline"), 2: ("gpu", "GPU"), 3: ("memory", "memory"),
           4: ("proofs", "proofs"), 5: ("log", "event log")}
 
-TUNING = {"knob", "pause", "submit", "save_config", "set_knob", "autofeed"}
-REPLAY = {"play", "step", "speed", "seek", "seek_end"}
 
 
 def _max_bindings() -> list[Binding]:
@@ -50,24 +49,24 @@ class DashboardScreen(Screen):
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="sort-reverse"),
         Binding("enter", "detail", "Proof detail", id="detail"),
         # live tuning
-        Binding("w", "knob('partition_workers', -1)", "Workers −1", show=False, id="workers-down"),
-        Binding("W", "knob('partition_workers', 1)", "Workers +1", id="workers-up"),
-        Binding("c", "knob('gpu_channel_capacity', -1)", "Channel −1", show=False, id="channel-down"),
-        Binding("C", "knob('gpu_channel_capacity', 1)", "Channel +1", show=False, id="channel-up"),
-        Binding("m", "knob('memory_budget', -1)", "Budget −1 GiB", show=False, id="budget-down"),
-        Binding("M", "knob('memory_budget', 1)", "Budget +1 GiB", show=False, id="budget-up"),
-        Binding("p", "pause", "Pause/resume engine", id="pause"),
-        Binding("n", "submit", "Submit a job", id="submit"),
-        Binding("a", "autofeed", "Auto-submit on/off", show=False, id="autofeed"),
-        Binding("ctrl+s", "save_config", "Save knobs to config", id="save-config"),
+        Binding("w", "app.knob('partition_workers', -1)", "Workers −1", show=False, id="workers-down"),
+        Binding("W", "app.knob('partition_workers', 1)", "Workers +1", id="workers-up"),
+        Binding("c", "app.knob('gpu_channel_capacity', -1)", "Channel −1", show=False, id="channel-down"),
+        Binding("C", "app.knob('gpu_channel_capacity', 1)", "Channel +1", show=False, id="channel-up"),
+        Binding("m", "app.knob('memory_budget', -1)", "Budget −1 GiB", show=False, id="budget-down"),
+        Binding("M", "app.knob('memory_budget', 1)", "Budget +1 GiB", show=False, id="budget-up"),
+        Binding("p", "app.pause", "Pause/resume engine", id="pause"),
+        Binding("n", "app.submit", "Submit a job", id="submit"),
+        Binding("a", "app.autofeed", "Auto-submit on/off", show=False, id="autofeed"),
+        Binding("ctrl+s", "app.save_config", "Save knobs to config", id="save-config"),
         # replay
-        Binding("space", "play", "Play/pause replay", id="replay-play"),
-        Binding("left_square_bracket", "step(-1)", "Step back one event", show=False, id="replay-back"),
-        Binding("right_square_bracket", "step(1)", "Step one event", show=False, id="replay-step"),
-        Binding("less_than_sign", "speed(-1)", "Slower replay", show=False, id="replay-slower"),
-        Binding("greater_than_sign", "speed(1)", "Faster replay", show=False, id="replay-faster"),
-        Binding("g", "seek", "Seek to a time", id="replay-seek"),
-        Binding("G", "seek_end", "Seek to the end", show=False, id="replay-end"),
+        Binding("space", "app.play", "Play/pause replay", id="replay-play"),
+        Binding("left_square_bracket", "app.step(-1)", "Step back one event", show=False, id="replay-back"),
+        Binding("right_square_bracket", "app.step(1)", "Step one event", show=False, id="replay-step"),
+        Binding("less_than_sign", "app.speed(-1)", "Slower replay", show=False, id="replay-slower"),
+        Binding("greater_than_sign", "app.speed(1)", "Faster replay", show=False, id="replay-faster"),
+        Binding("g", "app.seek", "Seek to a time", id="replay-seek"),
+        Binding("G", "app.seek_end", "Seek to the end", show=False, id="replay-end"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -119,15 +118,10 @@ class DashboardScreen(Screen):
     # ---- availability ---------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        app = self.app
-        # Hidden (False) where a mode never offers the action; shown disabled (None) where it is
-        # only switched off (read-only console, engine not running).
-        if action in TUNING:
-            if app.mode != "live":
-                return False
-            return True if app.can_tune else None
-        if action in REPLAY:
-            return app.mode == "replay"
+        """The screen's own actions are always there; an ``app.`` action is the app's to say
+        (the help screen asks the screen about every binding it lists)."""
+        if action.startswith("app."):
+            return self.app.check_action(action[len("app."):], parameters)
         return True
 
     # ---- actions --------------------------------------------------------------------------
@@ -189,33 +183,3 @@ class DashboardScreen(Screen):
             self.notify("no proof selected", severity="warning")
             return
         self.app.open_detail(job)
-
-    def action_knob(self, name: str, direction: int) -> None:
-        self.app.nudge_knob(name, direction)
-
-    def action_pause(self) -> None:
-        self.app.toggle_pause()
-
-    def action_submit(self) -> None:
-        self.app.submit_job()
-
-    def action_autofeed(self) -> None:
-        self.app.toggle_autofeed()
-
-    def action_save_config(self) -> None:
-        self.app.save_config()
-
-    def action_play(self) -> None:
-        self.app.replay_toggle()
-
-    def action_step(self, n: int) -> None:
-        self.app.replay_step(n)
-
-    def action_speed(self, d: int) -> None:
-        self.app.replay_speed(d)
-
-    def action_seek(self) -> None:
-        self.app.replay_seek_prompt()
-
-    def action_seek_end(self) -> None:
-        self.app.replay_seek("end")

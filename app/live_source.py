@@ -1,0 +1,85 @@
+"""The console's live source: the tap on an engine's stream, with the recorder and the bridge as
+its sinks, and the console's own lines published into it.
+
+Plain Python (no Textual import): the App gives it a function that posts a batch of events to
+the UI thread and one that shows a notice, and asks it to say a line or to end. Everything the
+dashboard folds passes through here, in the same order the recorder writes it, which is what
+makes a live session and its replay end in identical states.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Callable
+
+from engine.stream.recorder import RecordingError, SessionRecorder
+from engine.stream.schema import Event, console
+from engine.stream.tap import SinkStats, Tap
+
+
+class LiveStream:
+    """One engine subscription carried to the recorder (when recording) and the dashboard."""
+
+    def __init__(
+        self,
+        source: queue.Queue,
+        record: str | None,
+        post_events: Callable[[list[Event]], None],
+        notice: Callable[[str, str], None],
+    ) -> None:
+        """``notice(level, text)`` hears what the stream itself has to say (a recording that
+        cannot start or fails); it may be called from the tap's threads."""
+        self._notice = notice
+        self._lock = threading.Lock()
+        self.tap: Tap | None = Tap(source, on_error=self._sink_failed, name="sealtop-console-tap")
+        self.recorder: SessionRecorder | None = None
+        if record:
+            try:
+                self.recorder = SessionRecorder(record)
+            except RecordingError as exc:
+                notice("error", str(exc))
+            else:
+                rec = self.recorder
+                self.tap.add("recorder", lambda b: [rec.write(e) for e in b], essential=True,
+                             idle=rec.tick, close=rec.close)
+        # The bridge never blocks (posting a message only queues it) and must see every event,
+        # or the dashboard would differ from the recording.
+        self.tap.add("console", post_events, essential=True)
+        self.tap.start()
+
+    @property
+    def recording(self) -> bool:
+        return self.recorder is not None and self.recorder.error is None
+
+    def _sink_failed(self, sink: SinkStats, exc: BaseException) -> None:
+        if sink.name == "recorder":
+            self._notice("error", f"{sink.error}; the console goes on without it")
+        else:
+            self._notice("warn", f"{sink.name} stopped: {sink.error}")
+
+    def say(self, level: str, text: str, engine_state: str | None = None) -> bool:
+        """Publish a console line into the stream; False once the stream has ended."""
+        with self._lock:
+            tap = self.tap
+        if tap is None:
+            return False
+        tap.publish(lambda t: console(t, level, text, engine_state))
+        return True
+
+    def end(self, text: str, timeout: float = 30.0) -> bool:
+        """End the stream with the line that says the engine stopped: the tap delivers all
+        before it, the recorder is synced and closed. False if it had ended already."""
+        with self._lock:
+            tap, self.tap = self.tap, None
+        if tap is None:
+            return False
+        tap.publish(lambda t: console(t, "warn", text, engine_state="stopped"))
+        try:
+            tap.close(timeout=timeout)
+        except Exception:  # noqa: BLE001 - ending must not fail
+            pass
+        return True
+
+
+__all__ = ["LiveStream"]

@@ -1,0 +1,54 @@
+"""app/live_source.py: the console's live source, without a terminal."""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+
+from app.live_source import LiveStream
+from app.state import reduce
+from engine.stream import schema as E
+from engine.stream.reader import read_recording
+
+
+def test_the_dashboard_and_the_recording_see_one_stream(tmp_path):
+    src: queue.Queue = queue.Queue()
+    posted: list[dict] = []
+    notices: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def post(batch: list[dict]) -> None:
+        with lock:
+            posted.extend(batch)
+
+    rec = tmp_path / "live.jsonl"
+    live = LiveStream(src, str(rec), post, lambda level, text: notices.append((level, text)))
+    assert live.recording
+    src.put(E.session_start(0.0, {}, {"cpus": 2}, [], "x"))
+    n = random.randint(5, 40)
+    for i in range(n):
+        src.put(E.error(0.1 * (i + 1), "w", f"e{i}"))
+        if i % 7 == 0:
+            assert live.say("info", f"operator action {i}")
+    assert live.end("engine stopped")
+    assert not live.end("again") and not live.say("info", "too late")
+    events = read_recording(rec).events
+    assert posted == events  # the same events, in the same order
+    assert events[-1]["kind"] == "console" and events[-1]["engine_state"] == "stopped"
+    assert sum(e["kind"] == "console" for e in events) == len(range(0, n, 7)) + 1
+    assert [e["t"] for e in events] == sorted(e["t"] for e in events)
+    assert reduce(events).stopped and notices == []
+
+
+def test_a_record_target_that_cannot_be_opened_is_a_notice_not_a_crash(tmp_path):
+    src: queue.Queue = queue.Queue()
+    posted: list[dict] = []
+    notices: list[tuple[str, str]] = []
+    live = LiveStream(src, str(tmp_path / "no" / "s.jsonl"), posted.extend,
+                      lambda level, text: notices.append((level, text)))
+    assert not live.recording
+    assert len(notices) == 1 and notices[0][0] == "error" and "does not exist" in notices[0][1]
+    src.put(E.error(0.5, "w", "still shown"))
+    live.end("engine stopped")
+    assert [e["kind"] for e in posted] == ["error", "console"]
