@@ -20,12 +20,13 @@
 #   handoff        one_slot's two runs at CPython's default switch interval, then at the engine's
 #   peer_build     (in the background) build sppark's harness and kernels/cuda/peer/sppark_ff_probe.cu
 #                  from .peer (a copy of ../shared/peers/sppark; carry it) into /tmp/peer/build
-#   variants_build (in the background) compile msm_g1 for each launch-bounds variant in $VARIANTS
+#   variants_build (in the background) compile msm_g1 for each build variant in $VARIANTS (each a
+#                  SEALTOP_CUDA_DEFINES value, e.g. "MSM_PREFETCH=0 MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)")
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
-#   variants       G1 MSM timings for each launch-bounds variant in $VARIANTS ("128,3 128,2")
+#   variants       G1 MSM timings ($VARIANT_BENCH) for each build variant in $VARIANTS
 # The kernels step takes its --bench spec from $KERNELS_BENCH when set.
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
@@ -78,9 +79,9 @@ for s in "$@"; do
       ) > "$work/peer_build.txt" 2>&1 &
       peer_pid=$! ;;
     variants_build) for v in ${VARIANTS:-}; do
-        (SEALTOP_CUDA_DEFINES="MSM_G1_ACC_BOUNDS=__launch_bounds__($v)" timeout 400 python3 -c \
+        (SEALTOP_CUDA_DEFINES="$v" timeout 400 python3 -c \
           "import time; t=time.time(); from kernels.cuda.module import module; module('msm_g1'); print(f'variant $v compiled in {time.time()-t:.1f} s')" \
-          > "$work/variant_build_${v/,/_}.txt" 2>&1 &)
+          > "$work/variant_build_${v//[^A-Za-z0-9]/_}.txt" 2>&1 &)
       done ;;
     gpu_tests) step gpu_tests 420 python3 -m pytest -q -m gpu -p no:cacheprovider ;;
     ff_probe) wait "${peer_pid:-0}" 2>/dev/null; step ff_probe 60 /tmp/peer/build/ff_probe ;;
@@ -88,8 +89,8 @@ for s in "$@"; do
       step compare 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
         --out "$work/compare.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "${COMPARE_NTT:-20,24}" --reps 5 ;;
     variants) for v in ${VARIANTS:-}; do
-        export SEALTOP_CUDA_DEFINES="MSM_G1_ACC_BOUNDS=__launch_bounds__($v)"
-        step "variant_${v/,/_}" 240 python3 scripts/gpu_check.py "$work/variant_${v/,/_}" --phases bench --repeat 5 \
+        export SEALTOP_CUDA_DEFINES="$v"
+        step "variant_${v//[^A-Za-z0-9]/_}" 240 python3 scripts/gpu_check.py "$work/variant_${v//[^A-Za-z0-9]/_}" --phases bench --repeat 5 \
           --bench ${VARIANT_BENCH:-msm_g1=20,22,24}
         unset SEALTOP_CUDA_DEFINES
       done ;;

@@ -14,7 +14,7 @@ run that starts with the previous run's cache skips the NVRTC compilations (minu
 --bench takes 'msm_g1=16,20,24 ntt=20,24' (log2 sizes per kernel); 'default' means the full set;
 'msm_g1_windows=24:16,18,20' times one size with several window widths, and
 'msm_g1_items=20:32,64' with several work-item lengths, 'msm_g1_unsorted=24' with the work
-items in their natural order.
+items in their natural order, 'msm_g1_sortw=26:16,20' with the sort one window per grid row.
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
         elif k == "msm_g1_unsorted":  # work items in their natural order (msm.SORT_ITEMS off)
             for lg in v.split(","):
                 items.setdefault(int(lg), []).append(0)
+        elif k == "msm_g1_sortw":  # 'LG:W,W': the counting sort one window per grid row
+            lg, _, ws = v.partition(":")
+            windows.setdefault(int(lg), []).extend(-int(w) for w in ws.split(","))
         else:
             sizes[k] = [int(x) for x in v.split(",") if x]
     return sizes, windows, items
@@ -163,14 +166,20 @@ def main() -> int:
 
             sizes, windows, items = parse_bench(args.bench)
             rows = []
-            for lg, ws in windows.items():
-                for w in ws:
-                    r = bench_msm("g1", lg, args.repeat, window=w)
-                    log(f"G1 MSM 2^{lg} window {w}: {r['ms']:.2f} ms; item length {r['item_len']}; phases {r.get('phases_ms')}")
-                    rows.append(r)
-                    save()
             from kernels.cuda import msm as _msm
 
+            for lg, ws in windows.items():
+                for w in ws:
+                    _msm.SORT_BY_WINDOW, _msm.SORT_BY_WINDOW_BUCKETS = (True, 0) if w < 0 else (False, 1 << 21)
+                    try:
+                        r = bench_msm("g1", lg, args.repeat, window=abs(w))
+                    finally:
+                        _msm.SORT_BY_WINDOW, _msm.SORT_BY_WINDOW_BUCKETS = False, 1 << 21
+                    r["sort_by_window"] = w < 0
+                    log(f"G1 MSM 2^{lg} window {abs(w)}{' (sort by window)' if w < 0 else ''}: {r['ms']:.2f} ms; "
+                        f"item length {r['item_len']}; phases {r.get('phases_ms')}")
+                    rows.append(r)
+                    save()
             for lg, ls in items.items():
                 for L in ls:
                     _msm.SORT_ITEMS = L != 0

@@ -83,6 +83,42 @@ __global__ void msm_scatter(const uint32_t* canon, const uint32_t* idx, uint32_t
     }
 }
 
+// The same two passes with one window per grid row (blockIdx.y = w): the blocks running at one
+// time then share one window's counters (2^(c-1) words, L2-resident even at c = 20), at the cost
+// of reading each scalar once per window. The carry into window w is recomputed from the lower
+// windows' bits, exactly as the loops above produce it.
+__device__ __forceinline__ uint32_t window_digit(const uint32_t s[8], int c, int w, uint32_t* neg) {
+    const uint32_t half = 1u << (c - 1), full = 1u << c;
+    uint32_t carry = 0;
+    for (int i = 0; i < w; i++) carry = (scalar_bits(s, i * c, c) + carry) > half;
+    uint32_t raw = scalar_bits(s, w * c, c) + carry;
+    *neg = raw > half;
+    return *neg ? full - raw : raw;
+}
+
+__global__ void msm_histogram_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, uint32_t* count) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m) return;
+    uint32_t s[8], neg;
+    load_scalar(canon, idx ? idx[t] : t, s);
+    const int w = blockIdx.y;
+    uint32_t mag = window_digit(s, c, w, &neg);
+    if (mag) atomicAdd(&count[((uint64_t)w << (c - 1)) + mag - 1], 1u);
+}
+
+__global__ void msm_scatter_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, uint32_t* cursor, uint32_t* sorted) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m) return;
+    uint32_t p = idx ? idx[t] : t, s[8], neg;
+    load_scalar(canon, p, s);
+    const int w = blockIdx.y;
+    uint32_t mag = window_digit(s, c, w, &neg);
+    if (mag) {
+        uint32_t pos = atomicAdd(&cursor[((uint64_t)w << (c - 1)) + mag - 1], 1u);
+        sorted[pos] = p | (neg << 31);
+    }
+}
+
 // Work items: bucket b owns items item_off[b] .. item_off[b] + ceil(count[b] / L) - 1.
 __global__ void msm_items(const uint32_t* count, const uint32_t* bucket_off, const uint32_t* item_off, uint32_t nb, uint32_t L,
                           uint32_t* item_start, uint32_t* item_end) {
@@ -123,11 +159,19 @@ __device__ __forceinline__ void accumulate(const uint32_t* points, const uint32_
     if (it >= nitems) return;
     if (order) it = order[it];
     X acc = X::infinity();
-    for (uint32_t pos = item_start[it], end = item_end[it]; pos < end; pos++) {
-        uint32_t v = sorted[pos];
+    const uint32_t end = item_end[it];
+    uint32_t pos = item_start[it];
+    uint32_t v = pos < end ? sorted[pos] : 0;
+    for (; pos < end; pos++) {
+        // the next entry's index is read one addition ahead (prefetching its point into L1 as
+        // well measured no difference on the H200: 135.5 against 136.2 ms at 2^24, 460.9 against
+        // 459.0 at 2^26, so it is not done)
+        const uint32_t vn = pos + 1 < end ? sorted[pos + 1] : 0;
         A a = A::load(points + (uint64_t)(v & 0x7fffffffu) * A::WORDS);
+        const uint32_t neg = v >> 31;
+        v = vn;
         if (a.is_inf()) continue;
-        if (v >> 31) a.y = a.y.neg();
+        if (neg) a.y = a.y.neg();
         if constexpr (F::WORDS == Fp::WORDS) acc.add_affine_inline(a.x, a.y);  // G1
         else acc.add_affine(a.x, a.y);
     }
