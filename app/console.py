@@ -12,6 +12,11 @@
 
 Panels are redrawn on a refresh timer (adjustable), never per event, so a busy engine does not
 drive the console's CPU use.
+
+Why this module is longer than most (~680 lines): it is the Textual glue of three modes (screens,
+refresh, themes, palette commands, and the thin actions each key binds to). What has an idea of
+its own lives apart: the live source in app/live_source.py, the replay clock and seek parsing in
+app/replay.py, the state in app/state.py.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from app.live_source import LiveStream
-from app.replay import ReplayController
+from app.replay import ReplayController, control_bar
 from app.session_io import Session
 from app.state import DashboardState, apply, budget_bytes, fmt_bytes, reduce
 from engine.stream.schema import console as console_line
@@ -328,18 +333,7 @@ class SealtopApp(App):
         )
 
     def replay_bar(self) -> str:
-        c = self.controller
-        if c is None:
-            return ""
-        width = 40
-        frac = c.clock / c.duration if c.duration else 1.0
-        full = int(round(frac * width))
-        icon = "▶ playing" if c.playing else "⏸ paused "
-        return (
-            f" {icon}  ×{c.speed:<2}  {c.clock:7.2f} / {c.duration:.2f} s  "
-            f"{'█' * full}{'░' * (width - full)}  event {c.pos}/{len(c.events)}   "
-            "space play/pause · [ ] step · < > speed · g seek · G end"
-        )
+        return control_bar(self.controller) if self.controller is not None else ""
 
     def palette(self) -> Palette:
         """The palette of the current theme (one per theme: views cache by it)."""

@@ -37,6 +37,18 @@ def seek_target(where: str, duration: float) -> float:
     return min(t, duration)
 
 
+def control_bar(c: "ReplayController", width: int = 40) -> str:
+    """The replay control bar: play state, speed, clock, a progress bar and the keys."""
+    frac = c.clock / c.duration if c.duration else 1.0
+    full = int(round(frac * width))
+    icon = "▶ playing" if c.playing else "⏸ paused "
+    return (
+        f" {icon}  ×{c.speed:<2}  {c.clock:7.2f} / {c.duration:.2f} s  "
+        f"{'█' * full}{'░' * (width - full)}  event {c.pos}/{len(c.events)}   "
+        "space play/pause · [ ] step · < > speed · g seek · G end"
+    )
+
+
 @dataclass
 class ReplayController:
     """Plays a stream of events into a DashboardState at ×1..×64 of recorded time."""
