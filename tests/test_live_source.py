@@ -52,3 +52,42 @@ def test_a_record_target_that_cannot_be_opened_is_a_notice_not_a_crash(tmp_path)
     src.put(E.error(0.5, "w", "still shown"))
     live.end("engine stopped")
     assert [e["kind"] for e in posted] == ["error", "console"]
+
+
+def test_a_recording_that_fails_mid_session_is_one_notice_and_the_dashboard_goes_on(
+        tmp_path, monkeypatch):
+    import errno
+
+    import app.live_source as ls
+    from engine.stream.recorder import SessionRecorder
+
+    class FullDisk:
+        def __init__(self, room: int) -> None:
+            self.room = room
+
+        def write(self, b) -> int:
+            if self.room <= 0:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            n = min(self.room, len(b))
+            self.room -= n
+            return n
+
+        def close(self) -> None:
+            pass
+
+    room = random.randint(200, 2000)
+    monkeypatch.setattr(ls, "SessionRecorder", lambda path: SessionRecorder(path, file=FullDisk(room)))
+    src: queue.Queue = queue.Queue()
+    posted: list[dict] = []
+    notices: list[tuple[str, str]] = []
+    live = ls.LiveStream(src, str(tmp_path / "s.jsonl"), posted.extend,
+                         lambda level, text: notices.append((level, text)))
+    evs = [E.session_start(0.0, {}, {"cpus": 2}, [], "x")]
+    evs += [E.error(0.01 * i, "w", f"event {i} " + "x" * 40) for i in range(1, 200)]
+    for e in evs:
+        src.put(e)
+    live.end("engine stopped")
+    assert len(notices) == 1 and notices[0][0] == "error"
+    assert "No space left on device" in notices[0][1] and "\n" not in notices[0][1]
+    assert posted[:-1] == evs and posted[-1]["engine_state"] == "stopped"  # nothing lost on screen
+    assert not live.recording
