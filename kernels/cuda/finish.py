@@ -105,6 +105,53 @@ def _add(F: _Field, p: Xyzz, q: Xyzz) -> Xyzz:
     return (X3, Y3, F.mul(F.mul(p[2], q[2]), PP), F.mul(F.mul(p[3], q[3]), PPP))
 
 
+def _dbl_run_g1(p: Xyzz, n: int) -> Xyzz:
+    """2^n p over Fp: the doublings of Horner, the bulk of this module's time, written out over
+    plain ints (about twice as fast as n calls of _dbl through _Field's lambdas)."""
+    X, Y, ZZ, ZZZ = p
+    if ZZ == 0:
+        return p
+    q = _P
+    for _ in range(n):
+        U = 2 * Y
+        V = U * U % q
+        W = U * V % q
+        S = X * V % q
+        M = 3 * X * X % q
+        X = (M * M - 2 * S) % q
+        Y = (M * (S - X) - W * Y) % q
+        ZZ = V * ZZ % q
+        ZZZ = W * ZZZ % q
+    return (X, Y, ZZ, ZZZ)
+
+
+def _dbl_run_g2(p: Xyzz, n: int) -> Xyzz:
+    """2^n p over Fp2 (pairs, u^2 = -1), as _dbl_run_g1."""
+    X, Y, ZZ, ZZZ = p
+    if ZZ == (0, 0):
+        return p
+    q = _P
+
+    def mul(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+        return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
+
+    for _ in range(n):
+        U = (2 * Y[0], 2 * Y[1])
+        V = ((U[0] + U[1]) * (U[0] - U[1]) % q, 2 * U[0] * U[1] % q)
+        W = mul(U, V)
+        S = mul(X, V)
+        x0, x1 = X
+        M = (3 * (x0 + x1) * (x0 - x1) % q, 6 * x0 * x1 % q)
+        M2 = ((M[0] + M[1]) * (M[0] - M[1]), 2 * M[0] * M[1])
+        X = ((M2[0] - 2 * S[0]) % q, (M2[1] - 2 * S[1]) % q)
+        T = mul(M, (S[0] - X[0], S[1] - X[1]))
+        WY = mul(W, Y)
+        Y = ((T[0] - WY[0]) % q, (T[1] - WY[1]) % q)
+        ZZ = mul(V, ZZ)
+        ZZZ = mul(W, ZZZ)
+    return (X, Y, ZZ, ZZZ)
+
+
 def combine_windows(group: str, wins: np.ndarray, c: int, ones: np.ndarray | None) -> np.ndarray:
     """Affine row of sum_w 2^(c w) wins[w] (+ ones): wins uint64[nwin, 24|48] XYZZ rows."""
     F = _Field(1 if group == "g1" else 2)
@@ -114,12 +161,12 @@ def combine_windows(group: str, wins: np.ndarray, c: int, ones: np.ndarray | Non
         X, Y, ZZ, ZZZ = F.decode(row)
         return (X, Y, ZZ, ZZZ)
 
+    dbl_run = _dbl_run_g1 if F.degree == 1 else _dbl_run_g2
     acc = inf
     nwin = len(wins)
     for w in range(nwin - 1, -1, -1):
         if w != nwin - 1:
-            for _ in range(c):
-                acc = _dbl(F, acc)
+            acc = dbl_run(acc, c)
         acc = _add(F, acc, load(wins[w]))
     if ones is not None:
         acc = _add(F, acc, load(ones.reshape(-1)))
