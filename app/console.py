@@ -359,26 +359,16 @@ class SealtopApp(App):
         bar_dirty = getattr(self, "_bar_dirty", False)
         if not (self._dirty or bar_dirty):
             return
-        pal = self.palette()
-        from app.screens.compare import CompareScreen
-        from app.screens.dashboard import DashboardScreen
-        from app.screens.detail import DetailScreen
-
         drawn = False
-        # The dashboard stays current under a detail or help screen.
+        # Every screen with a redraw(app) is kept current: the dashboard stays so under a
+        # detail or help screen.
         for s in self.screen_stack:
-            if not s.is_mounted:
+            redraw = getattr(s, "redraw", None)
+            if redraw is None or not s.is_mounted:
                 continue
             try:
-                if isinstance(s, DashboardScreen):
-                    s.show_state(self.state, pal, self.header_context(), self.replay_bar())
-                    drawn = True
-                elif isinstance(s, DetailScreen):
-                    s.show_state(self.state, pal)
-                    drawn = True
-                elif isinstance(s, CompareScreen):
-                    s.show_state(pal)
-                    drawn = True
+                redraw(self)
+                drawn = True
             except NoMatches:  # a screen still composing, or being torn down at exit
                 continue
         if drawn:  # before the first screen mounts, stay dirty so its mount draws it

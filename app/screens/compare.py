@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -105,6 +107,10 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#compare-table").border_title = "per-stage time, throughput and peak memory"
         self.app.request_render()
+
+    def redraw(self, app: Any) -> None:
+        """The app's refresh tick (both sessions are final: only the palette changes)."""
+        self.show_state(app.palette())
 
     def show_state(self, pal: Palette) -> None:
         title = Group(

@@ -8,6 +8,8 @@ them a mode offers (SealtopApp.check_action).
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -90,6 +92,10 @@ class DashboardScreen(Screen):
         self.app.request_render()
 
     # ---- rendering ------------------------------------------------------------------------
+
+    def redraw(self, app: Any) -> None:
+        """The app's refresh tick: draw its state with its palette, header and replay bar."""
+        self.show_state(app.state, app.palette(), app.header_context(), app.replay_bar())
 
     def show_state(self, state: DashboardState, pal: Palette, ctx: HeaderContext, bar: str) -> None:
         """Redraw every panel from the state (called on the app's refresh tick)."""

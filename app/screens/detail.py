@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -40,6 +42,10 @@ class DetailScreen(Screen):
         self.query_one("#detail-gantt").border_title = "timeline (per partition)"
         self.query_one("#detail-timers").border_title = "layered timers (ms): GPU wrapper ▕ call ▕ kernels"
         self.app.request_render()
+
+    def redraw(self, app: Any) -> None:
+        """The app's refresh tick."""
+        self.show_state(app.state, app.palette())
 
     def show_state(self, state: DashboardState, pal: Palette) -> None:
         job = state.jobs.get(self.job)
