@@ -92,8 +92,7 @@ async def _run(args: argparse.Namespace) -> dict:
         table.show = timed_show  # type: ignore[method-assign]
         app._display = timed_display  # type: ignore[method-assign]
         main_tid = threading.get_native_id()
-        bridge = getattr(app, "_bridge_tid", None)
-        tids = [main_tid] + ([bridge] if bridge else [])
+        tids = [main_tid] + app.bridge_tids()  # the live stream's tap threads
         cpu0 = sum(thread_cpu_s(t) for t in tids)
         wall0 = time.monotonic()
         events0 = app.state.events

@@ -21,7 +21,6 @@ app/replay.py, the state in app/state.py.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable, Iterable
 
@@ -161,6 +160,11 @@ class SealtopApp(App):
             return self.controller.state
         return self._live
 
+    def bridge_tids(self) -> list[int]:
+        """Kernel ids of the threads that carry the live stream to the UI (the console CPU
+        benchmark adds their CPU time to the event loop's)."""
+        return self._stream.thread_ids() if self._stream is not None else []
+
     @property
     def can_tune(self) -> bool:
         return self.mode == "live" and not self.readonly and self.engine is not None
@@ -231,7 +235,6 @@ class SealtopApp(App):
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def run_engine(self) -> None:
         """Build the engine, put the live source on its stream (recorder, bridge), start it."""
-        self._bridge_tid = threading.get_native_id()  # for the console CPU benchmark
         try:
             engine = self.engine_factory()  # type: ignore[misc]
             if hasattr(engine, "progress"):  # first-run compilation and key setup, line by line

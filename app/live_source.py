@@ -48,6 +48,12 @@ class LiveStream:
         self.tap.add("console", post_events, essential=True)
         self.tap.start()
 
+    def thread_ids(self) -> list[int]:
+        """Kernel ids of the threads that carry the stream (empty once it has ended)."""
+        with self._lock:
+            tap = self.tap
+        return tap.native_ids() if tap is not None else []
+
     @property
     def recording(self) -> bool:
         return self.recorder is not None and self.recorder.error is None

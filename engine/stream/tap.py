@@ -98,6 +98,12 @@ class Tap:
     def sinks(self) -> list[SinkStats]:
         return [s.stats for s in self._sinks]
 
+    def native_ids(self) -> list[int]:
+        """The kernel thread ids of the drain thread and every sink's thread (for measuring
+        what the tap costs in CPU time)."""
+        threads = [self._drain, *(s.thread for s in self._sinks)]
+        return [t.native_id for t in threads if t is not None and t.native_id is not None]
+
     def start(self) -> "Tap":
         for s in self._sinks:
             s.thread = threading.Thread(target=self._run_sink, args=(s,),
