@@ -144,9 +144,14 @@ def _signal(sig: int, group: bool = False, twice: bool = False):
 
 
 def _kill_tracker_then_orchestrator(proc: subprocess.Popen, w: Watch) -> None:
+    """The orchestrator is stopped first: a running one would start a new tracker as soon as
+    it noticed the old one gone, and that one would clean up after it."""
+    os.kill(proc.pid, signal.SIGSTOP)
     tracker = _tracker_pid(proc.pid)
-    if tracker is not None:
-        os.kill(tracker, signal.SIGKILL)
+    if tracker is None:
+        os.kill(proc.pid, signal.SIGCONT)
+        raise ProcessLookupError("no resource tracker among the orchestrator's children")
+    os.kill(tracker, signal.SIGKILL)
     os.kill(proc.pid, signal.SIGKILL)
 
 
