@@ -21,7 +21,8 @@
 #   peer_build     (in the background) build sppark's harness and kernels/cuda/peer/sppark_ff_probe.cu
 #                  from .peer (a copy of ../shared/peers/sppark; carry it) into /tmp/peer/build
 #   variants_build (in the background) compile msm_g1 for each build variant in $VARIANTS (each a
-#                  SEALTOP_CUDA_DEFINES value, e.g. "MSM_PREFETCH=0 MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)")
+#                  SEALTOP_CUDA_DEFINES value; variants apart by spaces, defines within one by ";",
+#                  e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)")
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
