@@ -1,6 +1,7 @@
 """A `small` porep partition (every gadget: SHA-256 tree_d and labelling, Poseidon trees, column
 hash, encoding) proven on the CPU and checked by py_arkworks_bls12381's pairing; the proof is
-rejected against a wrong comm_r, replica_id or comm_d and a wrong challenge index."""
+rejected against a wrong comm_r, replica_id or comm_d and a wrong challenge index; snarkjs
+accepts its export and rejects a tampered one."""
 
 from __future__ import annotations
 
@@ -36,6 +37,15 @@ def test_small_partition_proof_verifies_and_binds_public_inputs(tmp_path) -> Non
         assert not verify(vk, wrong, proof)
     wrong_challenge = [*pub[:3], pub[3] ^ 1, *pub[4:]]
     assert not verify(vk, wrong_challenge, proof)
+    # snarkjs, where it runs, accepts the exported proof and rejects a tampered one
+    from test_snarkjs import _accepted, _snarkjs, _snarkjs_verify
+
+    from engine.groth16 import snarkjs
+
+    if _snarkjs() is not None:
+        vkj, pj, pubj = snarkjs.vk_json(vk), snarkjs.proof_json(proof), snarkjs.public_json(pub)
+        assert _accepted(_snarkjs_verify(tmp_path, vkj, pubj, pj))
+        assert not _accepted(_snarkjs_verify(tmp_path, vkj, pubj, dict(pj, pi_c=pj["pi_a"])))
 
 
 def test_cli_porep_statement_setup_prove_verify(tmp_path, capsys) -> None:

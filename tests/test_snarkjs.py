@@ -100,11 +100,11 @@ def test_snarkjs_verifies_exported_proof_and_rejects_tampered(exported) -> None:
     assert not _accepted(_snarkjs_verify(d, vkj, pub, swapped))
 
 
-@pytest.mark.parametrize("preset", ["tiny", pytest.param("small", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("preset", ["tiny"])  # small: tests/test_porep_prove.py, beside its proof
 def test_snarkjs_verifies_porep_partitions_and_rejects_tampered(tmp_path, preset: str) -> None:
     """A porep partition's proof, exported with the public inputs a verifier derives from the
-    statement: snarkjs accepts it and rejects a tampered proof point (and, at tiny, a foreign
-    comm_d); the oracle rejects a foreign comm_d and replica_id."""
+    statement: snarkjs accepts it and rejects a tampered proof point and a foreign comm_d; the
+    oracle rejects a foreign comm_d and replica_id."""
     import random
 
     from engine.circuit.porep import build_porep, generate_partitions, porep_witness
@@ -130,6 +130,6 @@ def test_snarkjs_verifies_porep_partitions_and_rejects_tampered(tmp_path, preset
     for field in ("comm_d", "replica_id"):
         foreign = PorepStatement(**{**st.__dict__, field: getattr(other, field)}).public_inputs()
         assert not verify(vk, foreign, proof), field
-        if preset == "tiny" and field == "comm_d":  # each snarkjs call costs seconds
+        if field == "comm_d":  # each snarkjs call costs seconds
             assert not _accepted(_snarkjs_verify(tmp_path, vkj, snarkjs.public_json(foreign), pj))
     assert not _accepted(_snarkjs_verify(tmp_path, vkj, snarkjs.public_json(public), dict(pj, pi_c=pj["pi_a"])))
