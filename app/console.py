@@ -116,7 +116,10 @@ class SealtopApp(App):
         autoplay: bool = True,
         autofeed: int = 0,
         unavailable: str = "",
+        watch: Any = None,
     ) -> None:
+        """``watch`` (engine.watchers.Watch): serve /metrics and offer the attach socket while
+        the embedded engine runs."""
         super().__init__()
         self.mode = mode  # live | replay | compare
         self.engine_factory = engine_factory
@@ -137,6 +140,8 @@ class SealtopApp(App):
         self._submitted = 0
         self._submitting = 0
         self._stream: LiveStream | None = None  # the live source, while the engine runs
+        self.watch = watch
+        self._watchers: Any = None  # engine.watchers.Watchers, while the engine runs
         self.session = session
         self.sessions = sessions
         self.controller: ReplayController | None = None
@@ -229,6 +234,12 @@ class SealtopApp(App):
                 pass
         if self._stream is not None:
             self._stream.end("console closed; engine stopped")
+        self._close_watchers()
+
+    def _close_watchers(self) -> None:
+        watchers, self._watchers = self._watchers, None
+        if watchers is not None:
+            watchers.close()
 
     # ---- the engine bridge (thread worker) ------------------------------------------------
 
@@ -244,15 +255,29 @@ class SealtopApp(App):
         except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
             self.post_message(EngineStatus(f"engine failed to start: {exc}", "error", state="unavailable"))
             return
+        watchers = None
+        if self.watch is not None:
+            from engine.exporter import AddressError
+            from engine.watchers import start_watchers
+
+            try:
+                watchers = start_watchers(engine, self.watch, self.config)
+            except AddressError as exc:
+                self.post_message(EngineStatus(str(exc), "error"))
+        self._watchers = watchers
         stream = LiveStream(q, self.record, lambda b: self.post_message(EngineEvents(b)),
-                            lambda level, text: self.post_message(EngineStatus(text, level)))
+                            lambda level, text: self.post_message(EngineStatus(text, level)),
+                            sinks=watchers.sinks() if watchers is not None else None)
         self._stream = stream
         try:
             engine.start()
         except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
             stream.end(f"engine failed to start: {exc}")
+            self._close_watchers()
             self.post_message(EngineStatus("", state="unavailable"))
             return
+        for line in watchers.lines if watchers is not None else []:
+            stream.say("info", line)  # after start: the session's first line is session_start
         self.post_message(EngineStatus("engine started", engine=engine, state="running"))
 
     @work(thread=True, group="engine-stop", exit_on_error=False)
@@ -268,6 +293,7 @@ class SealtopApp(App):
             self.post_message(EngineStatus(f"engine stop failed: {exc}", "error"))
         if self._stream is not None:
             self._stream.end("engine stopped")
+        self._close_watchers()
         self.post_message(EngineStatus("", state="stopped"))
 
     @on(EngineEvents)

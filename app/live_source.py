@@ -27,9 +27,11 @@ class LiveStream:
         record: str | None,
         post_events: Callable[[list[Event]], None],
         notice: Callable[[str, str], None],
+        sinks: list[tuple[str, Callable[[list[Event]], None]]] | None = None,
     ) -> None:
         """``notice(level, text)`` hears what the stream itself has to say (a recording that
-        cannot start or fails); it may be called from the tap's threads."""
+        cannot start or fails); it may be called from the tap's threads. ``sinks`` are more
+        essential sinks (the exporter, the attach socket: engine/watchers.py)."""
         self._notice = notice
         self._lock = threading.Lock()
         self.tap: Tap | None = Tap(source, on_error=self._sink_failed, name="sealtop-console-tap")
@@ -46,6 +48,8 @@ class LiveStream:
         # The bridge never blocks (posting a message only queues it) and must see every event,
         # or the dashboard would differ from the recording.
         self.tap.add("console", post_events, essential=True)
+        for name, take in sinks or []:
+            self.tap.add(name, take, essential=True)
         self.tap.start()
 
     def thread_ids(self) -> list[int]:

@@ -59,7 +59,20 @@ def _parser() -> argparse.ArgumentParser:
                    help="refresh interval in seconds, 0.05 to 60 (default 1; r cycles live)")
     p.add_argument("--no-autosubmit", action="store_true",
                    help="do not keep jobs flowing; submit with n")
+    p.add_argument("--metrics", type=_metrics_address, metavar="[HOST:]PORT",
+                   help="serve Prometheus /metrics there (no host: 127.0.0.1 only)")
+    p.add_argument("--no-attach", action="store_true",
+                   help="do not offer the socket that `sealtop attach` and `sealtop serve` use")
     return p
+
+
+def _metrics_address(text: str):
+    from engine.exporter import AddressError, parse_address
+
+    try:
+        return parse_address(text)
+    except AddressError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--metrics: ")) from None
 
 
 def _replay_parser() -> argparse.ArgumentParser:
@@ -146,6 +159,7 @@ def build_app(argv: list[str]):
         return SealtopApp("compare", sessions=(sa, sb), theme=a.theme)
     a = _parser().parse_args(argv)
     from app.live import EngineUnavailable, find_engine_class, load_config, make_factory
+    from engine.watchers import Watch
 
     try:
         config = load_config(a.config)
@@ -171,6 +185,7 @@ def build_app(argv: list[str]):
         "live", engine_factory=factory, config=config, config_path=a.config,
         readonly=a.readonly, record=a.record, refresh=a.refresh, theme=a.theme,
         autofeed=0 if a.no_autosubmit else 2, unavailable=unavailable,
+        watch=Watch(metrics=a.metrics, attach=not a.no_attach),
     )
 
 

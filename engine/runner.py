@@ -143,7 +143,7 @@ def run_engine(
     says whether /metrics is served and whether the engine offers its socket to
     `sealtop attach` and `sealtop serve` for the run."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
-    from engine.pipeline.engine import Engine, EngineError, Job
+    from engine.pipeline.engine import Engine, EngineError
 
     if jobs < 1:
         _say("error: --jobs must be at least 1")
@@ -167,7 +167,7 @@ def run_engine(
         _say(f"error: {exc}")
         return 2, []
     try:
-        watchers = start_watchers(eng, watch, make_job=lambda f: _job_from(f, cfg, Job))
+        watchers = start_watchers(eng, watch, cfg)
     except AddressError as exc:
         _say(f"error: {exc}")
         return 2, []
@@ -178,17 +178,6 @@ def run_engine(
                       progress)
     finally:
         watchers.close()
-
-
-def _job_from(fields: dict[str, Any], cfg: EngineConfig, job_type: Any) -> Any:
-    """The job an attached console submits: this run's preset unless it names one."""
-    preset = fields.get("preset") or cfg.preset
-    partitions = fields.get("partitions") or cfg.partitions
-    seed = fields.get("seed") or cfg.seed
-    if not isinstance(preset, str) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in (partitions, seed)):
-        raise ValueError("submit: preset must be a name, partitions and seed integers")
-    return job_type(preset, partitions, seed)
 
 
 def _drive(eng: Any, cfg: EngineConfig, jobs: int, col: _Sinks,

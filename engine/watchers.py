@@ -53,13 +53,24 @@ class Watchers:
             self.attach = None
 
 
-def start_watchers(
-    engine: Controllable,
-    watch: Watch,
-    make_job: Callable[[dict[str, Any]], Any] | None = None,
-) -> Watchers:
-    """Start what was asked for; raises engine.exporter.AddressError (one line) when the
-    metrics address cannot be bound, having started nothing."""
+def job_from_fields(fields: dict[str, Any], cfg: Any) -> Any:
+    """The job an attached console submits: the running config's preset, partitions and seed
+    unless the command names others; ValueError (one line) on a malformed request."""
+    from engine.pipeline.engine import Job
+
+    preset = fields.get("preset") or cfg.preset
+    partitions = fields.get("partitions") or cfg.partitions
+    seed = fields.get("seed") or cfg.seed
+    if not isinstance(preset, str) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in (partitions, seed)):
+        raise ValueError("submit: preset must be a name, partitions and seed integers")
+    return Job(preset, partitions, seed)
+
+
+def start_watchers(engine: Controllable, watch: Watch, cfg: Any = None) -> Watchers:
+    """Start what was asked for (``cfg``: the running config, for jobs an attached console
+    submits); raises engine.exporter.AddressError (one line) when the metrics address cannot be
+    bound, having started nothing."""
     w = Watchers()
     if watch.metrics is not None:
         w.exporter = Exporter()
@@ -67,6 +78,7 @@ def start_watchers(
         w.lines.append(f"metrics: {w.metrics.url}")
     if watch.attach:
         try:
+            make_job = (lambda f: job_from_fields(f, cfg)) if cfg is not None else None
             w.attach = AttachServer(engine, make_job=make_job)
         except OSError as exc:
             w.lines.append(f"attach socket unavailable: {exc.strerror or exc}")
