@@ -34,7 +34,7 @@ def _scrape(url: str) -> dict[str, dict[tuple, float]]:
 
 def _config(params: Path) -> EngineConfig:
     cfg = EngineConfig()
-    cfg.backend, cfg.preset, cfg.partitions = "cpu", "chain-256", 2
+    cfg.backend, cfg.preset, cfg.partitions = "cpu", "tiny", 2
     cfg.partition_workers, cfg.gpu_channel_capacity, cfg.sample_interval_s = 2, 1, 0.05
     cfg.param_cache = str(params)
     return cfg
@@ -70,7 +70,7 @@ def test_scrapes_during_a_run_parse_and_end_equal_to_the_session(params: Path) -
         eng.start()
         th.start()
         for i in range(jobs):
-            eng.submit(Job("chain-256", 2, 100 + i))
+            eng.submit(Job("tiny", 2, 100 + i))
         assert eng.wait_idle(240)
         eng.stop(drain=True)
         tap.close()
@@ -109,10 +109,10 @@ def test_run_with_metrics_serves_them_and_offers_its_socket(params: Path, tmp_pa
     cfg.write_text("\n".join([
         "[engine]", 'backend = "cpu"', "partition_workers = 1", "[paths]",
         f'param_cache = "{params}"', "[telemetry]", "sample_interval_s = 0.05", "[jobs]",
-        'preset = "chain-256"', "partitions = 1"]) + "\n")
+        'preset = "tiny"', "partitions = 1"]) + "\n")
     env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine", "run", "--config", str(cfg), "--jobs", "4",
+        [sys.executable, "-m", "engine", "run", "--config", str(cfg), "--jobs", "3",
          "--metrics", "127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     url = sock = None
