@@ -8,6 +8,7 @@ A config has four tables (every key optional; the defaults suit a CPU-only lapto
     [paths]      param_cache, session_dir, damaged_key
     [telemetry]  sample_interval_s
     [jobs]       preset, partitions, seed
+    [cluster]    scheduler, host_slots, needs
 
 Unknown tables and keys are errors too: a misspelt knob silently falling back to its default is
 the kind of mistake an operator cannot see. Every error is a :class:`ConfigError` whose message
@@ -114,6 +115,12 @@ class EngineConfig:
     preset: str = "chain-64"
     partitions: int = 2
     seed: int = 1
+    # the farm: the Dask scheduler's address ("" = none), the jobs this host takes at once as
+    # a farm worker (0 = partition_workers + gpu_channel_capacity), and what a job submitted
+    # from here needs of a host ("" = any host; "cuda" or "cpu" = a host of that backend)
+    scheduler: str = ""
+    host_slots: int = 0
+    needs: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for the session_start event."""
@@ -146,6 +153,7 @@ _LAYOUT: dict[str, tuple[str, ...]] = {
     "paths": ("param_cache", "session_dir", "damaged_key"),
     "telemetry": ("sample_interval_s",),
     "jobs": ("preset", "partitions", "seed"),
+    "cluster": ("scheduler", "host_slots", "needs"),
 }
 
 
@@ -200,6 +208,20 @@ def _seconds(lo: float, hi: float, off: bool = False):
 
 _interval = _seconds(0.01, 3600)
 
+_ADDRESS_RE = re.compile(r"^(?:(tcp|tls)://)?[A-Za-z0-9_.\-\[\]:]+:(\d{1,5})$")
+
+
+def _scheduler(value: Any) -> str:
+    """A Dask scheduler address, tcp://HOST:PORT or HOST:PORT; "" for none."""
+    if value == "":
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"expected an address such as tcp://10.0.0.5:8786, got {value!r}")
+    m = _ADDRESS_RE.match(value.strip())
+    if not m or not 1 <= int(m.group(2)) <= 65535:
+        raise ValueError(f"expected an address such as tcp://10.0.0.5:8786, got {value!r}")
+    return value.strip() if m.group(1) else f"tcp://{value.strip()}"
+
 
 _CHECKS: dict[str, Any] = {
     "backend": _choice(BACKENDS),
@@ -220,6 +242,9 @@ _CHECKS: dict[str, Any] = {
     "preset": _str,
     "partitions": lambda v: _int(v, 1, 1024),
     "seed": lambda v: _int(v, 0, 2**63 - 1),
+    "scheduler": _scheduler,
+    "host_slots": lambda v: _int(v, 0, 4096),
+    "needs": lambda v: "" if v == "" else _choice(("cpu", "cuda"))(v),
 }
 
 

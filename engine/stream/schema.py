@@ -9,8 +9,10 @@ The constructors below are the one place that names the fields of each kind; eve
 goes through them so that consumers can rely on the keys. :func:`check_event` is the one
 validation of an event read from outside (a session file).
 
-Schema versions: 1 had no ``console`` kind and no ``cancelled`` stage; 2 adds both. A reader of
-version 2 reads version 1 sessions as they are (everything in 1 is still valid in 2).
+Schema versions: 1 had no ``console`` kind and no ``cancelled`` stage; 2 adds both; 3 adds the
+``host`` kind (a farm session: which hosts joined or left, with each host's own session_start)
+and an optional ``host`` field on any event (the host it came from). A reader of version 3
+reads version 1 and 2 sessions as they are (everything in them is still valid in 3).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-SCHEMA_VERSION = 2
-SUPPORTED_SCHEMAS = (1, 2)
+SCHEMA_VERSION = 3
+SUPPORTED_SCHEMAS = (1, 2, 3)
 
 # Stages in the order the engine moves a partition through them: buffers are released
 # (deallocating) before finalize, which needs only the GPU's outputs.
@@ -42,6 +44,7 @@ KINDS = (
     "knob",
     "error",
     "console",
+    "host",
 )
 
 # Kernel groups timed on the device, in the order the prover runs them: "upload" is the
@@ -71,6 +74,9 @@ TIMER_KEYS = (
     "dealloc",
 )
 
+# What a host event says happened to a host of the farm.
+HOST_STATES = ("joined", "left")
+
 # Levels of a console line, as the log panel colours them.
 CONSOLE_LEVELS = ("info", "knob", "warn", "error")
 # What a console line may say happened to the engine, beyond its text.
@@ -89,6 +95,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "knob": ("name", "old", "new", "source"),
     "error": ("where", "message"),
     "console": ("level", "text"),
+    "host": ("host", "state", "address", "session_start", "resources", "offset_s"),
 }
 
 
@@ -212,6 +219,18 @@ def console(t: float, level: str, text: str, engine_state: str | None = None) ->
     return ev
 
 
+def host(t: float, name: str, state: str, address: str, session_start: dict,
+         resources: dict[str, float], offset_s: float) -> Event:
+    """A host of the farm joined (``session_start``: that host's own session_start event,
+    without t and kind) or left (``session_start`` empty). ``offset_s`` is what was added to
+    the host's clock to put its events on this session's clock."""
+    if state not in HOST_STATES:
+        raise ValueError(f"host state must be one of {HOST_STATES}, not {state!r}")
+    return {"t": t, "kind": "host", "host": name, "state": state, "address": address,
+            "session_start": dict(session_start), "resources": dict(resources),
+            "offset_s": offset_s}
+
+
 # ---- validation of events read from outside ---------------------------------------------------
 
 
@@ -288,6 +307,26 @@ def _check_console(obj: Event) -> str | None:
     return None
 
 
+def _check_host(obj: Event) -> str | None:
+    if not isinstance(obj["host"], str) or not obj["host"]:
+        return "host event field 'host' must be a non-empty string"
+    if obj["state"] not in HOST_STATES:
+        return f"host event state must be one of {', '.join(HOST_STATES)}"
+    start = obj["session_start"]
+    if not isinstance(start, dict):
+        return "host event field 'session_start' must be an object"
+    if obj["state"] == "joined":
+        missing = [k for k in REQUIRED["session_start"] if k not in start]
+        if missing:
+            return f"host event session_start lacks field {missing[0]!r}"
+    res = obj["resources"]
+    if not isinstance(res, dict) or not all(_is_num(v) for v in res.values()):
+        return "host event field 'resources' must map names to numbers"
+    if not _is_num(obj["offset_s"]):
+        return "host event field 'offset_s' must be a number"
+    return None
+
+
 _CHECKS: dict[str, Callable[[Event], str | None]] = {
     "stage": _check_stage,
     "partition_timings": _check_timings,
@@ -295,6 +334,7 @@ _CHECKS: dict[str, Callable[[Event], str | None]] = {
     "proof_done": _check_proof,
     "sample": _check_sample,
     "console": _check_console,
+    "host": _check_host,
 }
 
 
@@ -315,5 +355,7 @@ def check_event(obj: Any) -> str | None:
         return f"{kind} event field 'job' must be an integer"
     if kind in ("stage", "partition_timings") and not _is_int(obj["partition"]):
         return f"{kind} event field 'partition' must be an integer"
+    if "host" in obj and kind not in ("host", "session_start") and not isinstance(obj["host"], str):
+        return f"{kind} event field 'host' must be a string"
     check = _CHECKS.get(kind)
     return check(obj) if check is not None else None

@@ -1,0 +1,208 @@
+"""One long-lived Engine per farm host, as a Dask worker plugin, and the task that proves a job.
+
+The plugin starts the host's Engine once, when the Dask worker starts (before the worker
+registers with the scheduler, so no job arrives before the Engine is ready), keeps it (its
+synthesis workers, its provers, its keys) for every job, and stops it when the worker closes:
+the Engine's own stop leaves no worker process and no /dev/shm segment. Its worker processes
+die with the engine's process as always (engine/pipeline/spawner.py).
+
+A tap on the Engine's stream has one essential sink that forwards each batch of events through
+Dask's structured events (``Worker.log_event`` on :data:`TOPIC`, the worker's own connection
+to the scheduler: no transport of ours), job events tagged with the client's session and job
+id, and then wakes the tasks whose jobs ended. So a task returns only after its job's events
+were handed to the worker's connection, ahead of its result.
+
+:func:`prove_job` is the Dask task: a job spec in (bytes), the job's proofs out
+(:class:`engine.cluster.jobs.JobResult`). A job cancelled on the host (the worker is closing)
+raises Dask's Reschedule, so the scheduler runs it elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from distributed import WorkerPlugin
+
+from engine.cluster.jobs import JobResult, JobSpec
+from engine.cluster.merge import TAG, wall_seconds
+from engine.config import EngineConfig
+from engine.stream.fold import Fold
+from engine.stream.tap import Tap
+
+TOPIC = "sealtop-events"
+PLUGIN = "sealtop-engine"
+
+
+@dataclass
+class _Waiter:
+    spec: JobSpec
+    received_wall: float
+    done: threading.Event = field(default_factory=threading.Event)
+    first_synthesis_wall: float | None = None
+    outcome: str | None = None
+    proof_hex: str = ""
+    total_ms: float = 0.0
+
+
+class HostEngine(WorkerPlugin):
+    """The Dask worker plugin holding the host's Engine."""
+
+    name = PLUGIN
+
+    def __init__(self, config: EngineConfig, host: str) -> None:
+        self.config = config
+        self.host = host
+        self.engine: Any = None
+        self.session_start: dict[str, Any] | None = None
+        self.worker: Any = None
+        self.error: str | None = None
+        self._tap: Tap | None = None
+        self._fold = Fold()
+        self._submit = threading.Lock()  # held across Engine.submit and storing the job's tag
+        self._tags: dict[int, tuple[str, int]] = {}  # local job -> (session, client job)
+        self._waiters: dict[int, _Waiter] = {}
+        self._lock = threading.Lock()
+
+    # ---- Dask's plugin hooks ---------------------------------------------------------------
+
+    async def setup(self, worker: Any) -> None:
+        self.worker = worker
+        if self.engine is None:  # not started ahead of the worker (engine.cluster.serve does)
+            await asyncio.get_running_loop().run_in_executor(None, self.start)
+
+    async def teardown(self, worker: Any) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.stop)
+
+    # ---- the engine ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        from engine.pipeline.engine import Engine
+
+        self.engine = Engine(self.config)
+        self._tap = Tap(self.engine.subscribe(), name="sealtop-farm-tap")
+        self._tap.add("forward", self._forward, essential=True)
+        self._tap.start()
+        self.engine.start()
+
+    def stop(self) -> None:
+        eng, self.engine = self.engine, None
+        if eng is not None:
+            eng.stop(drain=False)
+        with self._lock:
+            for w in self._waiters.values():
+                w.outcome = w.outcome or "cancelled"
+                w.done.set()
+        if self._tap is not None:
+            self._tap.close()
+
+    def hurry(self) -> None:
+        """A second stop signal: the stop kills the engine's workers instead of waiting."""
+        if self.engine is not None:
+            self.engine.hurry()
+
+    # ---- the stream ------------------------------------------------------------------------
+
+    def _tag(self, ev: dict[str, Any]) -> dict[str, Any]:
+        job = ev.get("job")
+        if not isinstance(job, int) or ev.get("kind") not in (
+                "job_submitted", "stage", "partition_timings", "proof_done"):
+            return ev
+        tag = self._tags.get(job)
+        if tag is None:  # emitted inside a submit that has not stored its tag yet
+            with self._submit:
+                tag = self._tags.get(job)
+        return {**ev, TAG: list(tag)} if tag is not None else ev
+
+    def _forward(self, batch: list[dict[str, Any]]) -> None:
+        if self.session_start is None:
+            self.session_start = next((e for e in batch if e["kind"] == "session_start"), None)
+        out = [self._tag(e) for e in batch]
+        worker = self.worker
+        if worker is not None:
+            worker.log_event(TOPIC, {"host": self.host, "events": out})
+        for ev in batch:
+            try:
+                self._fold.apply(ev)
+            except (KeyError, TypeError, ValueError):
+                continue
+            self._note(ev)
+
+    def _wall(self, t: float) -> float:
+        """time.time() of the host engine's session time ``t``."""
+        start = self.session_start
+        if start is None:
+            return time.time()
+        return wall_seconds(start["wall_start"]) + t - float(start["t"])
+
+    def _note(self, ev: dict[str, Any]) -> None:
+        job = ev.get("job")
+        with self._lock:
+            w = self._waiters.get(job) if isinstance(job, int) else None
+        if w is None:
+            return
+        kind = ev["kind"]
+        if kind == "stage" and ev["stage"] == "synthesizing" and w.first_synthesis_wall is None:
+            w.first_synthesis_wall = self._wall(float(ev["t"]))
+        rec = self._fold.jobs.get(job)
+        if kind == "proof_done" and rec is not None:
+            w.outcome, w.proof_hex, w.total_ms = rec.outcome, ev["proof"], float(ev["total_ms"])
+            w.done.set()
+        elif kind == "stage" and rec is not None and job not in self._fold.active \
+                and rec.outcome == "cancelled":
+            w.outcome = "cancelled"
+            w.done.set()
+
+    # ---- jobs ------------------------------------------------------------------------------
+
+    def prove(self, spec: JobSpec) -> JobResult | None:
+        """Run one job on this host's Engine and wait for it; None if it was cancelled here."""
+        from engine.pipeline.engine import Job
+
+        received = time.time()
+        eng = self.engine
+        if eng is None:
+            return None
+        with self._submit:
+            local = eng.submit(Job(spec.preset, spec.partitions, spec.seed))
+            self._tags[local] = (spec.session, spec.job)
+            w = _Waiter(spec, received)
+            with self._lock:
+                self._waiters[local] = w
+        # no event of the job passes the sink before this: _tag waits for the submit lock
+        w.done.wait()
+        with self._lock:
+            self._waiters.pop(local, None)
+        if w.outcome in (None, "cancelled"):
+            return None
+        return JobResult(spec.session, spec.job, self.host, local, w.outcome, w.proof_hex,
+                         w.total_ms, received, w.first_synthesis_wall, time.time())
+
+
+def prove_job(raw: bytes) -> dict[str, Any]:
+    """The Dask task: prove the job ``raw`` (JobSpec bytes) on this worker's Engine; the
+    JobResult as a dict. A job this host could not finish (it is closing) is rescheduled."""
+    from distributed import Reschedule, get_worker
+
+    spec = JobSpec.from_bytes(raw)
+    plugin = get_worker().plugins.get(PLUGIN)
+    if plugin is None:
+        raise RuntimeError("this Dask worker holds no sealtop engine (start it with "
+                           "`sealtop cluster worker`)")
+    result = plugin.prove(spec)
+    if result is None:
+        raise Reschedule()
+    return result.to_dict()
+
+
+def host_start(dask_worker: Any) -> dict[str, Any] | None:
+    """Run on a worker by the client (Client.run): the host's name, resources and its Engine's
+    session_start, or None where no sealtop engine runs."""
+    plugin = dask_worker.plugins.get(PLUGIN)
+    if plugin is None or plugin.session_start is None:
+        return None
+    return {"host": plugin.host, "session_start": plugin.session_start,
+            "resources": dict(dask_worker.state.total_resources)}

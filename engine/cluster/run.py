@@ -1,0 +1,183 @@
+"""``sealtop run --cluster ADDR`` and ``bench pipeline --cluster ADDR``: the headless run, on
+the farm.
+
+The same sinks as a local run (engine/runner.py: the events for the summaries, the recorder,
+the progress lines) take the farm's merged stream, so the session file of a farm run replays
+(``sealtop replay FILE --summary``) to the table printed here. Exit codes as `run`'s: 0 every
+proof verified, 1 a proof failed or a job was lost, 2 bad input or no farm (one line), 3 the
+recording failed mid-run, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine import signals
+from engine.atomic import atomic_write
+from engine.cluster import ClusterError
+from engine.config import ConfigError, EngineConfig, load_config
+from engine.stream.recorder import RecordingError, SessionRecorder, check_target
+from engine.stream.summary import render_all, run_summary
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = None,
+             progress: TextIO | None = sys.stderr) -> tuple[int, list[dict], Any]:
+    """Run ``jobs`` jobs of the config's preset on the farm at ``address``;
+    (exit code, merged events, the Farm for its timings)."""
+    from engine.cluster.farm import Farm
+    from engine.runner import _Sinks  # the headless run's sinks, shared on purpose
+
+    if jobs < 1:
+        _say("error: --jobs must be at least 1")
+        return 2, [], None
+    try:
+        if record is not None:
+            check_target(record)
+        recorder = SessionRecorder(record) if record is not None else None
+    except RecordingError as exc:
+        _say(f"error: {exc}")
+        return 2, [], None
+    say = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
+    try:
+        farm = Farm(address, cfg, progress=say)
+    except ClusterError as exc:
+        _say(f"error: {exc}")
+        return 2, [], None
+    sinks = _Sinks(farm.subscribe(), recorder, progress)
+    interrupted = False
+    signals.on_again(farm.hurry)
+    try:
+        farm.start()
+        if progress is not None:
+            print(f"farm at {address}: {len(farm.hosts())} host(s) {', '.join(farm.hosts())}; "
+                  f"{jobs} job(s) of {cfg.preset} x {cfg.partitions} partitions",
+                  file=progress, flush=True)
+        for i in range(jobs):
+            farm.submit(cfg.preset, cfg.partitions, cfg.seed + i)
+        while not farm.wait_idle(0.5):
+            pass
+        with signals.shielded():
+            farm.stop(drain=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        _say("interrupted: cancelling the farm's jobs")
+        with signals.shielded():
+            farm.stop(drain=False)
+    except ClusterError as exc:
+        _say(f"error: {exc}")
+        farm.stop(drain=False)
+        return 2, sinks.finish(), farm
+    except BaseException:
+        farm.stop(drain=False)
+        sinks.abort()
+        raise
+    with signals.shielded():
+        events = sinks.finish()
+    if farm.error is not None and not interrupted:
+        _say(f"error: {farm.error}")
+        return 2, events, farm
+    if interrupted or signals.received():
+        return 130, events, farm
+    if sinks.record_failed:
+        return 3, events, farm
+    done = [e for e in events if e["kind"] == "proof_done"]
+    ok = len(done) == jobs and all(e["verified"] for e in done)
+    return (0 if ok else 1), events, farm
+
+
+def overhead_ms(farm: Any) -> dict[str, float | None]:
+    """The farm's per-job overhead, mean over jobs in ms: submission -> the host's first
+    synthesis, and the host's task end -> the result at the client (wall clocks; on one
+    machine exact, across machines within their clock skew)."""
+    first, back = [], []
+    for t in (farm.timings.values() if farm is not None else []):
+        if t.first_synthesis is not None:
+            first.append((t.first_synthesis - t.submitted) * 1000.0)
+        if t.collected is not None and t.host_done is not None:
+            back.append((t.collected - t.host_done) * 1000.0)
+    mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
+    return {"submit_to_first_synthesis_ms": mean(first), "proof_back_ms": mean(back)}
+
+
+def run_cluster(config_path: str | None, address: str | None, jobs: int,
+                record: str | None = None) -> int:
+    """`sealtop run --cluster ADDR --config F --jobs N`: the summary of a farm run."""
+    try:
+        cfg = load_config(config_path) if config_path else EngineConfig()
+    except ConfigError as exc:
+        _say(f"error: {exc}")
+        return 2
+    address = address or cfg.scheduler
+    if not address:
+        _say("error: no scheduler: give --cluster ADDR or [cluster] scheduler in the config")
+        return 2
+    code, events, farm = run_farm(cfg, jobs, address, record)
+    if events:
+        print(render_all(events))
+        _print_hosts(events, farm)
+    if record is not None and code not in (2, 3):
+        _say(f"session recorded to {record}")
+    return code
+
+
+def _print_hosts(events: list[dict], farm: Any) -> None:
+    per: dict[str, int] = {}
+    for e in events:
+        if e["kind"] == "proof_done":
+            per[e.get("host", "?")] = per.get(e.get("host", "?"), 0) + 1
+    if per:
+        print("proofs per host: " + ", ".join(f"{h} {n}" for h, n in sorted(per.items())))
+    o = overhead_ms(farm)
+    if o["submit_to_first_synthesis_ms"] is not None:
+        back = o["proof_back_ms"]
+        print(f"farm overhead per job: submission -> first synthesis "
+              f"{o['submit_to_first_synthesis_ms']:.1f} ms, proof back "
+              + (f"{back:.1f} ms" if back is not None else "-"))
+
+
+def bench_cluster(preset: str, jobs: int, json_out: str | None, config_path: str | None,
+                  overrides: dict[str, Any], record: str | None, address: str) -> int:
+    """`bench pipeline --cluster ADDR`: a farm run and a JSON report (rate, per-host proofs,
+    the cluster's per-job overhead)."""
+    try:
+        cfg = load_config(config_path) if config_path else EngineConfig()
+    except ConfigError as exc:
+        _say(f"error: {exc}")
+        return 2
+    cfg.preset = preset
+    for k, v in overrides.items():
+        if not hasattr(cfg, k):
+            _say(f"error: unknown setting {k!r}")
+            return 2
+        setattr(cfg, k, v)
+    t0 = time.perf_counter()
+    code, events, farm = run_farm(cfg, jobs, address or cfg.scheduler, record)
+    wall = time.perf_counter() - t0
+    if not events:
+        return code
+    print(render_all(events))
+    _print_hosts(events, farm)
+    s = run_summary(events)
+    per: dict[str, int] = {}
+    for e in events:
+        if e["kind"] == "proof_done":
+            per[e.get("host", "?")] = per.get(e.get("host", "?"), 0) + 1
+    report = {"preset": preset, "jobs": jobs, "scheduler": address, "wall_s": wall,
+              "s_per_proof": s.s_per_proof, "steady_s_per_proof": s.steady_s_per_proof,
+              "jobs_verified": s.jobs_verified, "proofs_per_host": per, **overhead_ms(farm),
+              "exit_code": code}
+    if json_out:
+        out = Path(json_out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out) as f:
+            f.write(json.dumps(report, indent=2) + "\n")
+        _say(f"report written to {out}")
+    return code
