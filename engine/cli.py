@@ -447,6 +447,7 @@ def _add_run(sub) -> None:
     p.add_argument("--config", required=True, metavar="FILE", help="engine config (see sample-configs/)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="jobs to submit (default 1)")
     p.add_argument("--record", default=None, metavar="FILE", help="record the session (.jsonl, or .jsonl.gz)")
+    _add_cluster_arg(p)
     _add_watch_args(p)
     p.set_defaults(func=_cmd_run)
 
@@ -474,7 +475,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.cluster is not None:
+        from engine.cluster.run import run_cluster
+
+        return run_cluster(args.config, _cluster_address(args.cluster), args.jobs, args.record)
     return run_headless(args.config, args.jobs, args.record, _watch(args))
+
+
+def _add_cluster_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", default=None, metavar="ADDR",
+                   help="run the jobs on the farm whose Dask scheduler is at ADDR (tcp://HOST:PORT; "
+                   "needs sealtop[cluster])")
+
+
+def _cluster_address(text: str) -> str:
+    from engine.config import validate
+
+    try:
+        return validate("scheduler", text)
+    except ValueError as exc:
+        raise CliError(f"--cluster: {str(exc).removeprefix('scheduler: ')}") from None
 
 
 def _add_replay(sub) -> None:
@@ -511,6 +531,7 @@ def _add_bench_pipeline(bsub) -> None:
     p.add_argument("--record", default=None, metavar="FILE",
                    help="record the run's events to a session file (with --matrix, one file per variant, "
                    "named FILE with the variant inserted before the extension)")
+    _add_cluster_arg(p)
     _add_watch_args(p)
     p.set_defaults(func=_cmd_bench_pipeline)
 
@@ -547,6 +568,13 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
     overrides = _overrides(args.set)
     watch = _watch(args)
+    if args.cluster is not None:
+        from engine.cluster.run import bench_cluster
+
+        if args.matrix:
+            raise CliError("--matrix runs on one machine; leave out --cluster")
+        return bench_cluster(args.preset, args.jobs, args.json, args.config, overrides, args.record,
+                             _cluster_address(args.cluster))
     if args.matrix:
         return bench_matrix(args.matrix, args.preset, args.jobs, args.json, args.config, overrides,
                             args.record, watch)
@@ -555,7 +583,56 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- registry and main
-VERBS: list[Callable] = [_add_setup, _add_prove, _add_verify, _add_export, _add_run, _add_replay, _add_bench]
+def _add_cluster(sub) -> None:
+    p = sub.add_parser("cluster", help="the proving farm: start a Dask scheduler or a farm worker",
+                       description="A farm is Dask's scheduler and one worker per host, each holding one "
+                       "sealtop engine (needs sealtop[cluster]). Jobs go there with run/bench --cluster ADDR.")
+    csub = p.add_subparsers(dest="cluster_verb", metavar="WHAT", parser_class=_Parser)
+    csub.required = True
+    s = csub.add_parser("scheduler", help="run the farm's Dask scheduler")
+    s.add_argument("--host", default="0.0.0.0", help="interface to listen on (default all)")
+    s.add_argument("--port", type=int, default=8786, metavar="N", help="port (default 8786)")
+    s.set_defaults(func=_cmd_cluster_scheduler)
+    w = csub.add_parser("worker", help="run one farm host: a Dask worker holding one engine")
+    w.add_argument("--scheduler", default=None, metavar="ADDR",
+                   help="the scheduler (default: [cluster] scheduler of the config)")
+    w.add_argument("--config", default=None, metavar="FILE", help="this host's engine config")
+    w.add_argument("--name", default=None, help="the host's name in the farm (default: the hostname)")
+    w.set_defaults(func=_cmd_cluster_worker)
+
+
+def _cmd_cluster_scheduler(args: argparse.Namespace) -> int:
+    from engine.cluster import ClusterError
+    from engine.cluster.serve import run_scheduler
+
+    if not 1 <= args.port <= 65535:
+        raise CliError(f"--port must be in 1..65535, got {args.port}")
+    try:
+        return run_scheduler(args.host, args.port)
+    except ClusterError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _cmd_cluster_worker(args: argparse.Namespace) -> int:
+    from engine.cluster import ClusterError
+    from engine.cluster.serve import run_worker
+    from engine.config import ConfigError, EngineConfig, load_config
+
+    try:
+        cfg = load_config(args.config) if args.config else EngineConfig()
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    address = _cluster_address(args.scheduler) if args.scheduler else cfg.scheduler
+    if not address:
+        raise CliError("no scheduler: give --scheduler ADDR or [cluster] scheduler in the config")
+    try:
+        return run_worker(address, cfg, args.name)
+    except ClusterError as exc:
+        raise CliError(str(exc)) from None
+
+
+VERBS: list[Callable] = [_add_setup, _add_prove, _add_verify, _add_export, _add_run, _add_replay, _add_bench,
+                         _add_cluster]
 BENCH_VERBS: list[Callable] = [_add_bench_kernels, _add_bench_prove, _add_bench_synth, _add_bench_pipeline]
 
 
@@ -580,7 +657,8 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not getattr(args, "passthrough", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    verb = " ".join(v for v in (args.verb, getattr(args, "bench_verb", None)) if v)
+    verb = " ".join(v for v in (args.verb, getattr(args, "bench_verb", None),
+                                getattr(args, "cluster_verb", None)) if v)
     from kernels.backend import BackendUnavailable
 
     from engine.signals import stop_signals

@@ -40,6 +40,7 @@ DEALLOC = ("async", "sync")
 B_G2 = ("auto", "cpu", "gpu")  # auto: where the MSMs run (on an H200, GPU B2 is 18 ms at 2^20)
 STALL_ACTIONS = ("report", "retry")  # retry: kill the stalled worker, the partition runs elsewhere
 DAMAGED_KEY = ("refuse", "regenerate")  # a cached key that fails its checksum
+NEEDS = ("any", "cpu", "cuda")  # which farm hosts a job may run on
 
 _UNITS = {
     "": 1,
@@ -120,7 +121,7 @@ class EngineConfig:
     # from here needs of a host ("" = any host; "cuda" or "cpu" = a host of that backend)
     scheduler: str = ""
     host_slots: int = 0
-    needs: str = ""
+    needs: str = "any"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for the session_start event."""
@@ -244,7 +245,7 @@ _CHECKS: dict[str, Any] = {
     "seed": lambda v: _int(v, 0, 2**63 - 1),
     "scheduler": _scheduler,
     "host_slots": lambda v: _int(v, 0, 4096),
-    "needs": lambda v: "" if v == "" else _choice(("cpu", "cuda"))(v),
+    "needs": _choice(NEEDS),
 }
 
 

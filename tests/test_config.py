@@ -190,16 +190,22 @@ def test_fuzz_structured_values(table, key, value):
 # -- one validation for every way a value enters --------------------------------------------
 _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 _INTS = {"partition_workers": (1, 256), "gpu_channel_capacity": (1, 256),
-         "gpu_slots_per_device": (1, 16), "partitions": (1, 1024), "seed": (0, 2**63 - 1)}
+         "gpu_slots_per_device": (1, 16), "partitions": (1, 1024), "seed": (0, 2**63 - 1),
+         "host_slots": (0, 4096)}
 _CHOICES = {"backend": ("auto", "cpu", "cuda"), "permit_release": ("delivered", "synthesized"),
             "dealloc": ("async", "sync"), "b_g2": ("auto", "cpu", "gpu"),
-            "stall_action": ("report", "retry"), "damaged_key": ("refuse", "regenerate")}
+            "stall_action": ("report", "retry"), "damaged_key": ("refuse", "regenerate"),
+            "needs": ("any", "cpu", "cuda")}
 _SECONDS = {"sample_interval_s": (0.01, 3600), "stall_after_s": (1, 86400)}
 _STRINGS = ("param_cache", "session_dir", "preset")
 
 
 def _bad(key: str, how: str):
     """A strategy of values for ``key`` that are wrong in the way ``how`` names."""
+    if key == "scheduler":  # "" is its "none"; a bad one is not an address with a port
+        if how == "type":
+            return st.one_of(st.integers(-5, 5), st.booleans(), st.lists(_word, max_size=2))
+        return st.one_of(_word, _word.map(lambda w: f"{w}:0"), _word.map(lambda w: f"{w}:99999"))
     if how == "empty":
         return st.just("")
     if key in _INTS:
@@ -268,7 +274,7 @@ def test_every_key_is_covered_by_the_bad_value_table():
     from engine.config import KEYS
 
     assert set(KEYS) == set(_INTS) | set(_CHOICES) | set(_SECONDS) | set(_STRINGS) | {
-        "memory_budget", "devices"}
+        "memory_budget", "devices", "scheduler"}
 
 
 @settings(max_examples=max(60, FUZZ_EXAMPLES // 3), deadline=None,

@@ -16,6 +16,7 @@ from app.replay import ReplayController  # noqa: E402
 from app.session_io import load_session  # noqa: E402
 from app.state import DashboardState, reduce  # noqa: E402
 from engine.stream.reader import read_recording  # noqa: E402
+from engine.stream.schema import SCHEMA_VERSION  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
@@ -55,7 +56,7 @@ async def test_a_live_session_and_its_replay_end_in_identical_states(tmp_path):
 
     recorded = read_recording(rec)
     assert not recorded.warnings
-    assert recorded.header["schema"] == 2
+    assert recorded.header["schema"] == SCHEMA_VERSION
     replayed = reduce(recorded.events)
     assert replayed == live  # the whole state, field by field
     # The console's lines are what makes them equal: without them the replay differs.

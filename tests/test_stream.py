@@ -371,7 +371,7 @@ def test_a_non_utf8_line_is_named_by_its_number(tmp_path):
     assert str(info.value) == f"{p}:4: the line is not UTF-8 text"
 
 
-@pytest.mark.parametrize("schema", [0, 3, 99, "2", True, None])
+@pytest.mark.parametrize("schema", [0, 4, 99, "2", True, None])
 def test_an_unknown_schema_is_refused_in_one_line(schema):
     head = {"format": "sealtop-session", "version": 1, "schema": schema, "created": "x"}
     with pytest.raises(SessionError) as info:

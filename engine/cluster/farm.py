@@ -145,7 +145,7 @@ class Farm:
             job = self._next_job
             self._next_job += 1
             spec = JobSpec(self.session, job, preset, partitions, seed,
-                           getattr(self.config, "needs", ""))
+                           getattr(self.config, "needs", "any"))
             timing = JobTiming(job, time.time())
             fut = self.client.submit(prove_job, spec.to_bytes(), key=spec.key, pure=False,
                                      resources=spec.resources())

@@ -33,7 +33,7 @@ class JobSpec:
     preset: str
     partitions: int
     seed: int
-    needs: str = ""  # "" any host, else a backend ("cuda", "cpu")
+    needs: str = "any"  # any host, else a backend ("cuda", "cpu")
 
     def to_bytes(self) -> bytes:
         return json.dumps(dataclasses.asdict(self), sort_keys=True).encode()
@@ -58,7 +58,7 @@ class JobSpec:
 
     def resources(self) -> dict[str, float]:
         res = {SLOTS: 1.0}
-        if self.needs:
+        if self.needs not in ("", "any"):
             res[f"{self.needs}_slots"] = 1.0
         return res
 
