@@ -102,7 +102,7 @@ class Farm:
         # msgpack hands lists back as tuples
         if not isinstance(msg, dict) or not isinstance(msg.get("events"), (list, tuple)):
             return
-        batch = [e for e in msg["events"] if isinstance(e, dict)]
+        batch = [_lists(e) for e in msg["events"] if isinstance(e, dict)]
         with self._lock:
             if self._merge is not None:
                 self._publish(self._merge.take(str(msg.get("host")), batch))
@@ -229,6 +229,11 @@ class Farm:
         with self._lock:
             done = [(job, p) for job, p in self._pending.items() if p.future.done()]
         for job, p in done:
+            if p.future.status == "cancelled" and not self._stopped:
+                # nobody here cancelled it: the scheduler did, as it closed
+                self._failed(job, p, "cancelled by the scheduler")
+                self._gone(f"the scheduler at {self.address} went away")
+                continue
             try:
                 res = JobResult(**p.future.result(timeout=5))
             except Exception as exc:  # noqa: BLE001 - a job Dask gave up on (KilledWorker...)
@@ -281,6 +286,15 @@ class Farm:
                 assert self._merge is not None
                 self._publish(self._merge.join(got["host"], addr, got["session_start"],
                                                got["resources"]))
+
+
+def _lists(obj: Any) -> Any:
+    """An event as the engine made it: msgpack turns its lists into tuples on the way."""
+    if isinstance(obj, dict):
+        return {k: _lists(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_lists(v) for v in obj]
+    return obj
 
 
 def _topic() -> str:

@@ -47,7 +47,7 @@ def _quiet_dask() -> None:
     """Dask logs every connection at INFO; the farm's own lines say what matters."""
     if not os.environ.get("SEALTOP_DEBUG"):
         for name in ("distributed", "tornado"):
-            logging.getLogger(name).setLevel(logging.ERROR)
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def _on_signals(loop: asyncio.AbstractEventLoop, first: Callable[[], None],

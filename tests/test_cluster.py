@@ -1,0 +1,306 @@
+"""The farm for real: Dask's scheduler and sealtop farm workers as processes on 127.0.0.1.
+
+Two workers prove tiny jobs; every proof is checked with py_arkworks_bls12381's pairing (not the
+engine's word); the merged session records and replays to the same summary. A worker SIGKILLed
+while it proves loses no proof and duplicates none, its processes and segments go with it, and a
+worker that joins late takes work. The scheduler going away is one line, never a hang.
+Kept affordable on two cores: tiny preset, CPU backend, one synthesis worker per host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from engine.cluster import ClusterError  # noqa: E402
+from engine.cluster.farm import Farm  # noqa: E402
+from engine.cluster.jobs import PROOF_BYTES  # noqa: E402
+from engine.cluster.run import run_farm  # noqa: E402
+from engine.config import EngineConfig  # noqa: E402
+from engine.groth16.verify import verify  # noqa: E402
+from engine.pipeline.circuits import circuit_cache_dir, resolve  # noqa: E402
+from engine.pipeline.proving import ensure_key  # noqa: E402
+from engine.pipeline.shm import list_ours, prefix_for  # noqa: E402
+from engine.stream.reader import read_recording  # noqa: E402
+from engine.stream.schema import check_event  # noqa: E402
+from engine.stream.summary import render_all  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESET, PARTS = "tiny", 2
+START_S = 120  # a worker's engine starts (numba warm-up, its processes) within this
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_test() -> None:
+    """preexec: the child gets SIGKILL if the test process dies (PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+
+
+class Proc:
+    """A farm process started by the test, its output in a file."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.log = log
+        self.f = open(log, "w")
+        self.p = subprocess.Popen([sys.executable, "-m", "engine", *args], cwd=ROOT,
+                                  stdout=self.f, stderr=subprocess.STDOUT,
+                                  env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                  preexec_fn=_die_with_test)
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.log.read_text():
+                return
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} not in {self.log}: {self.log.read_text()[-2000:]}")
+
+    def end(self) -> int:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(10)
+        self.f.close()
+        return self.p.returncode
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                raw = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rfind(")") + 2:].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(d))
+    return out
+
+
+def _ended_within(pids: list[int], timeout: float) -> list[int]:
+    """The pids still running (not gone, not zombies) after up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = []
+        for k in pids:
+            try:
+                if Path(f"/proc/{k}/stat").read_text().split(") ")[1][0] != "Z":
+                    left.append(k)
+            except OSError:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory):
+    """A scheduler and workers hA, hB; yields (address, params dir, config, start_worker)."""
+    d = tmp_path_factory.mktemp("farm")
+    params = d / "params"
+    conf = d / "host.toml"
+    conf.write_text('[engine]\nbackend = "cpu"\npartition_workers = 1\ngpu_channel_capacity = 1\n'
+                    f'[paths]\nparam_cache = "{params}"\n[telemetry]\nsample_interval_s = 0.25\n'
+                    f'[jobs]\npreset = "{PRESET}"\npartitions = {PARTS}\n')
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    procs: list[Proc] = []
+    sched = Proc(["cluster", "scheduler", "--host", "127.0.0.1", "--port", str(port)],
+                 d / "scheduler.log")
+    procs.append(sched)
+
+    def start_worker(name: str) -> Proc:
+        w = Proc(["cluster", "worker", "--scheduler", addr, "--config", str(conf), "--name", name],
+                 d / f"{name}.log")
+        procs.append(w)
+        return w
+
+    try:
+        sched.wait_for("scheduler at", 30)
+        workers = {n: start_worker(n) for n in ("hA", "hB")}
+        for w in workers.values():
+            w.wait_for("joined", START_S)
+        cfg = EngineConfig(backend="cpu", devices=[], partition_workers=1, gpu_channel_capacity=1,
+                           param_cache=str(params), preset=PRESET, partitions=PARTS, seed=11)
+        yield {"addr": addr, "params": params, "cfg": cfg, "start": start_worker,
+               "workers": workers, "sched": sched}
+    finally:
+        for p in reversed(procs):
+            p.end()
+
+
+def _independently_verified(params: Path, cfg: EngineConfig, proof_done: list[dict]) -> int:
+    """Check every partition proof with the arkworks pairing against the statement derived from
+    the job's seed (job n of a session has seed cfg.seed + n - 1); returns how many."""
+    circuit = resolve(PRESET, circuit_cache_dir(params))
+    _, vk = ensure_key(circuit, params, "cpu")
+    checked = 0
+    for ev in proof_done:
+        raw = bytes.fromhex(ev["proof"])
+        assert len(raw) == PARTS * PROOF_BYTES
+        seed = cfg.seed + ev["job"] - 1
+        for i in range(PARTS):
+            public = circuit.public_inputs(seed, i, PARTS)
+            proof = raw[i * PROOF_BYTES:(i + 1) * PROOF_BYTES]
+            assert verify(vk, public, proof), (ev["job"], i)
+            bad = bytes([proof[0] ^ 1]) + proof[1:]
+            assert not verify(vk, public, bad)  # the check can fail
+            checked += 1
+    return checked
+
+
+def test_two_hosts_prove_and_the_merged_session_replays(farm, tmp_path):
+    rec = tmp_path / "farm.jsonl"
+    code, events, f = run_farm(farm["cfg"], 4, farm["addr"], str(rec), progress=None)
+    assert code == 0
+    done = [e for e in events if e["kind"] == "proof_done"]
+    assert sorted(e["job"] for e in done) == [1, 2, 3, 4]
+    assert {e["host"] for e in done} == {"hA", "hB"}  # both hosts proved
+    assert _independently_verified(farm["params"], farm["cfg"], done) == 4 * PARTS
+    # one stream: the client's session_start first, a host event per host, every event
+    # well-formed and tagged, t never going back
+    assert events[0]["kind"] == "session_start" and "host" not in events[0] or \
+        isinstance(events[0]["host"], dict)
+    hosts = [e for e in events if e["kind"] == "host"]
+    assert {h["host"] for h in hosts if h["state"] == "joined"} == {"hA", "hB"}
+    assert all(h["session_start"]["config"]["backend_in_use"] == "cpu" for h in hosts)
+    assert all(check_event(e) is None for e in events)
+    assert all(isinstance(e.get("host"), str) for e in events[1:])
+    ts = [e["t"] for e in events]
+    assert ts == sorted(ts)
+    stages = [e for e in events if e["kind"] == "stage"]
+    assert {e["worker"].split("/")[0] for e in stages} <= {"hA", "hB", "scheduler"} | {
+        e["worker"].split("/")[0] for e in stages if "/" in e["worker"]}
+    assert all("/" in e["worker"] for e in stages)  # each worker named with its host
+    # re-based clocks: a job's events fall between its submission and its proof on our clock
+    for ev in done:
+        sub = next(e for e in events if e["kind"] == "job_submitted" and e["job"] == ev["job"])
+        assert 0 <= sub["t"] <= ev["t"] <= events[-1]["t"]
+        assert ev["total_ms"] / 1000.0 >= ev["t"] - sub["t"] - 0.5
+    # the recording replays to the same summary
+    replayed = read_recording(rec)
+    assert not replayed.warnings
+    assert render_all(replayed.events) == render_all(events)
+    assert "4 verified" in render_all(events)
+    # per-job overhead was measured
+    assert all(t.first_synthesis is not None and t.collected is not None
+               for t in f.timings.values())
+
+
+def test_a_worker_killed_mid_job_loses_and_duplicates_no_proof(farm):
+    farm_ = Farm(farm["addr"], farm["cfg"])
+    q = farm_.subscribe()
+    farm_.start()
+    victim = farm["workers"]["hA"]
+    pid = victim.p.pid
+    kids = _children(pid)
+    assert kids, "the host engine's worker processes"
+    events: list[dict] = []
+    try:
+        for i in range(5):
+            farm_.submit(PRESET, PARTS, farm["cfg"].seed + i)
+        deadline = time.monotonic() + 120
+        killed = False
+        while not killed and time.monotonic() < deadline:
+            try:
+                ev = q.get(timeout=1)
+            except queue.Empty:
+                continue
+            events.append(ev)
+            if ev["kind"] == "stage" and ev["stage"] == "gpu" and ev.get("host") == "hA":
+                os.kill(pid, signal.SIGKILL)  # mid-job: a partition of hA is being proven
+                killed = True
+                # a host that joins late, warming up meanwhile (test_a_late_host_takes_work)
+                farm["workers"]["hC"] = farm["start"]("hC")
+        assert killed
+        assert farm_.wait_idle(180)
+    finally:
+        farm_.stop(drain=False)
+    while True:
+        try:
+            events.append(q.get_nowait())
+        except queue.Empty:
+            break
+    victim.p.wait(10)
+    done = [e for e in events if e["kind"] == "proof_done"]
+    jobs = [e["job"] for e in done]
+    assert sorted(jobs) == [1, 2, 3, 4, 5]  # none lost, none twice
+    assert all(e["verified"] for e in done)
+    assert _independently_verified(farm["params"], farm["cfg"], done) == 5 * PARTS
+    assert any(e["kind"] == "host" and e["host"] == "hA" and e["state"] == "left" for e in events)
+    # what hA ran when it died was proven elsewhere
+    assert any(e["host"] == "hB" for e in done)
+    # the killed host's engine processes died with it and left no segment
+    assert _ended_within(kids, 10) == []
+    assert list_ours(prefix_for(pid)) == []
+
+
+def test_a_late_host_takes_work(farm):
+    late = farm["workers"].get("hC") or farm["start"]("hC")
+    farm["workers"]["hC"] = late
+    late.wait_for("joined", START_S)
+    code, events, _ = run_farm(farm["cfg"], 4, farm["addr"], progress=None)
+    assert code == 0
+    done = [e for e in events if e["kind"] == "proof_done"]
+    assert len(done) == 4 and all(e["verified"] for e in done)
+    assert "hC" in {e["host"] for e in done}
+    assert "hA" not in {h["host"] for h in events if h["kind"] == "host"}
+
+
+def test_no_scheduler_is_one_line(monkeypatch, capsys):
+    import engine.cluster.farm as farm_mod
+
+    monkeypatch.setattr(farm_mod, "CONNECT_TIMEOUT_S", 1.0)
+    cfg = EngineConfig(backend="cpu", devices=[], preset=PRESET)
+    t0 = time.monotonic()
+    code, events, _ = run_farm(cfg, 1, f"tcp://127.0.0.1:{_free_port()}", progress=None)
+    assert code == 2 and time.monotonic() - t0 < 15
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no scheduler at tcp://127.0.0.1:")
+    with pytest.raises(ClusterError):
+        f = Farm(f"tcp://127.0.0.1:{_free_port()}", cfg)
+        f.start()
+
+
+def test_the_scheduler_going_away_is_one_line_not_a_hang(farm):
+    """Last in the module: it ends the farm. A pending job's client stops waiting with one
+    line; every worker says so in one line and exits 2, leaving no process behind."""
+    f = Farm(farm["addr"], farm["cfg"])
+    f.start()
+    f.submit(PRESET, PARTS, 99)
+    live = [w for w in farm["workers"].values() if w.p.poll() is None]
+    kids = {w.p.pid: _children(w.p.pid) for w in live}
+    farm["sched"].p.send_signal(signal.SIGTERM)
+    t0 = time.monotonic()
+    assert f.wait_idle(60)
+    assert time.monotonic() - t0 < 30
+    assert f.error is not None and "went away" in f.error
+    f.stop(drain=False)
+    for w in live:
+        assert w.p.wait(60) == 2
+        lines = [ln for ln in w.log.read_text().splitlines() if "error" in ln]
+        assert lines and lines[-1].endswith("closed") and "went away" in lines[-1]
+        assert _ended_within(kids[w.p.pid], 10) == []
+        assert list_ours(prefix_for(w.p.pid)) == []
