@@ -405,7 +405,7 @@ def _proof_done(state: DashboardState, ev: Event, t: float) -> None:
     job = state.fold.apply(ev)
     assert isinstance(job, JobRecord)
     if job.verified:
-        _log(state, t, "info", f"job {job.job} proved ✓ in {fmt_ms(job.total_ms)} ms")
+        _log(state, t, "info", f"job {job.job} proved ✓ in {fmt_s(job.total_ms)}")
     elif job.failed:
         _log(state, t, "error", f"job {job.job} failed ✗: {job.reason}")
     elif job.cancelled:
@@ -529,11 +529,18 @@ def fmt_bytes(n: int | float | None) -> str:
 
 
 def fmt_ms(ms: float | None) -> str:
-    """Milliseconds for a table cell: 850 ms, 12.3 s, – when not measured."""
+    """Milliseconds for a table cell, always in ms (a column never changes its unit): 12.3,
+    850, 10123; – when not measured. The column header or title names the unit."""
     if ms is None:
         return "–"
-    if ms >= 10_000:
-        return f"{ms / 1000:.1f} s"
     if ms >= 100:
         return f"{ms:.0f}"
     return f"{ms:.1f}"
+
+
+def fmt_s(ms: float | None) -> str:
+    """A duration given in ms, shown in seconds with its unit: 0.85 s, 36.2 s; – when none."""
+    if ms is None:
+        return "–"
+    s = ms / 1000
+    return f"{s:.2f} s" if s < 10 else f"{s:.1f} s"

@@ -189,7 +189,9 @@ async def test_filter_and_sort_the_proofs_table():
         await pilot.pause(0.2)
         assert table.row_count == 8
         await pilot.press("o")  # job -> ok
-        await pilot.press("o")  # ok -> parts
+        await pilot.press("o")  # ok -> stage
+        assert table.sort_key == "stage"
+        await pilot.press("o")  # stage -> parts
         assert table.sort_key == "parts"
         table.sort_by("total")
         app.request_render()
@@ -462,7 +464,8 @@ async def test_proofs_table_cursor_scroll_and_mouse():
         await pilot.press("home")
         await pilot.pause(0.1)
         assert table.cursor_row == 0 and table.scroll_y == 0
-        await pilot.click(ProofsTable, offset=(92, 1))  # the `total` header, inside the border
+        x = next(a for a, _, k in table.column_edges() if k == "total") + 2  # inside the border
+        await pilot.click(ProofsTable, offset=(x, 1))  # the `total` header
         await pilot.pause(0.2)
         assert table.sort_key == "total" and table.sort_reverse
         await pilot.click(ProofsTable, offset=(4, 2))  # the first row, where the cursor is

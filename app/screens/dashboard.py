@@ -43,6 +43,9 @@ class DashboardScreen(Screen):
     """The main screen of live and replay modes."""
 
     HELP_SECTION = "dashboard"
+    # Classes the stylesheet condenses the layout by (see sealtop.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]
     BINDINGS = [
         *_max_bindings(),
         Binding("escape", "restore", "Restore panels / clear filter", show=False, id="restore"),

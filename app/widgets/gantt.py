@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from app.state import ALL_STAGES, STAGES, JobState, fmt_ms
+from app.state import ALL_STAGES, STAGES, JobState, fmt_ms, fmt_s
 from engine.events import KERNEL_KEYS
 from app.widgets.render import STAGE_GLYPH, Palette
 
@@ -102,8 +102,7 @@ def kernel_split(job: JobState, pal: Palette) -> Text:
     else:
         out.append(status)
     if job.total_ms is not None:
-        total = fmt_ms(job.total_ms)  # "850" (ms) or "12.3 s": say the unit once
-        out.append(f"  total {total}" + ("" if total.endswith(" s") else " ms"), style="bold")
+        out.append(f"  total {fmt_s(job.total_ms)}", style="bold")
     reasons = [p.reason for p in job.parts.values() if p.reason]
     if reasons:
         out.append(f"  reason: {reasons[0]}", style=pal.bad)

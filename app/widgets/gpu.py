@@ -21,6 +21,9 @@ class GpuPanel(StatePanel):
     def render_state(self, state: DashboardState, pal: Palette, width: int):
         if not state.gpus:
             return Text("N/A: no GPU (CPU backend)", style=pal.dim)
+        height = self.content_size.height or 99
+        if height < 5 * len(state.gpus):
+            return self.render_compact(state, pal, width, height)
         blocks = []
         w = max(8, width - 26)
         for g in state.gpus.values():
@@ -45,3 +48,28 @@ class GpuPanel(StatePanel):
                            style=pal.dim))
             blocks.append(t)
         return Group(*blocks)
+
+    def render_compact(self, state: DashboardState, pal: Palette, width: int, height: int):
+        """For a small panel: one line per GPU (util, memory, power, temperature), as many as
+        fit, then how many are left out."""
+        lines = []
+        gpus = list(state.gpus.values())
+        room = max(1, height)
+        shown = gpus if len(gpus) <= room else gpus[:room - 1]
+        for g in shown:
+            t = Text(no_wrap=True, overflow="crop")
+            t.append(f"gpu{g.index} ", style="bold")
+            t.append(_na(g.util, "{:3.0f} %"), style=pal.ok if (g.util or 0) < 80 else pal.warn)
+            if g.mem_used is not None and g.memory_total:
+                t.append(f"  mem {100 * g.mem_used / g.memory_total:.0f} %")
+            if width >= 34:
+                t.append(f"  {_na(g.power_w, '{:.0f} W')}", style=pal.dim)
+                t.append(f"  {_na(g.temp_c, '{:.0f} °C')}",
+                         style=pal.bad if (g.temp_c or 0) >= 80 else pal.dim)
+            spark_w = width - t.cell_len - 1
+            if spark_w >= 4 and g.util is not None:
+                t.append(" " + spark(g.util_hist, spark_w, hi=100.0), style=pal.dim)
+            lines.append(t)
+        if len(shown) < len(gpus):
+            lines.append(Text(f"+{len(gpus) - len(shown)} more GPUs (maximize: 2)", style=pal.dim))
+        return Group(*lines)

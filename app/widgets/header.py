@@ -24,53 +24,89 @@ class HeaderContext:
     notice: str = ""  # e.g. "engine unavailable: ..."
 
 
+Segment = tuple[int, Text]  # (priority: lower is kept longer, the text)
+
+
+def fit_line(segments: list[Segment], width: int, sep: str = " │ ", lead: Text | None = None) -> Text:
+    """One line of the segments that fit ``width`` cells, in their order: the segments of the
+    lowest priority go first, and no segment is ever cut (so the header never shows "…")."""
+    kept = list(segments)
+
+    def build(parts: list[Segment]) -> Text:
+        out = lead.copy() if lead is not None else Text()
+        for i, (_, seg) in enumerate(parts):
+            if i:
+                out.append(sep, style="dim")
+            out.append_text(seg)
+        return out
+
+    line = build(kept)
+    while line.cell_len > width and kept:
+        worst = max(range(len(kept)), key=lambda i: (kept[i][0], i))
+        if kept[worst][0] == 0:
+            break  # the essentials stay, whatever the width
+        kept.pop(worst)
+        line = build(kept)
+    line.no_wrap = True
+    line.overflow = "crop"
+    return line
+
+
 class HeaderBar(StatePanel):
-    """Two lines: status and knobs."""
+    """Two lines: status and knobs, each fitted to the width by dropping what matters least."""
 
     ALLOW_MAXIMIZE = False
     AUTO_HEIGHT = True
     context = HeaderContext()
 
     def render_state(self, state: DashboardState, pal: Palette, width: int) -> Group:
+        width = self.content_size.width or width
         ctx = self.context
-        s = Text()
-        s.append(" sealtop ", style="bold reverse")
+        lead = Text()
+        lead.append(" sealtop ", style="bold reverse")
+        lead.append(" ")
         eng = "unavailable" if ctx.mode == "unavailable" else state.engine_state
         style = {"running": pal.ok, "paused": pal.warn, "starting": pal.warn}.get(eng, pal.bad)
-        s.append(f" ● {eng.upper()} ", style=f"bold {style}")
-        s.append(f"│ backend {state.backend if state.started else '–'} ")
+        segs: list[Segment] = [(0, Text(f"● {eng.upper()}", style=f"bold {style}"))]
+        if ctx.mode == "replay":
+            badge = Text(" REPLAY ", style="bold reverse")
+            badge.append(f" {ctx.replay}", style="bold")
+            segs.append((0, badge))
+        if ctx.recording:
+            segs.append((1, Text(" ● REC ", style=f"bold reverse {pal.bad}")))
+        # in replay the badge carries the clock; t is then the first thing to go
+        segs.append((2 if ctx.mode == "replay" else 0, Text(f"t {state.t:.1f} s")))
+        segs.append((0, Text(f"{state.throughput():.1f} proofs/min (60 s)", style=f"bold {pal.accent}")))
+        done = Text(f"{state.proofs_done} proofs")
+        if state.proofs_failed:
+            done.append(f" ({state.proofs_failed} ✗)", style=pal.bad)
+        if state.proofs_cancelled:
+            done.append(f" ({state.proofs_cancelled} cancelled)", style=pal.warn)
+        segs.append((1, done))
+        segs.append((3, Text(f"backend {state.backend if state.started else '–'}")))
         if state.gpus:
             names = sorted({g.name for g in state.gpus.values()})
-            s.append(f"│ {len(state.gpus)}× {', '.join(names)} ")
+            segs.append((4, Text(f"{len(state.gpus)}× {', '.join(names)}")))
         else:
-            s.append("│ no GPU ", style=pal.dim)
-        s.append("│ ")
-        s.append(f"{state.throughput():.1f} proofs/min", style=f"bold {pal.accent}")
-        s.append(f" │ {state.proofs_done} proofs")
-        if state.proofs_failed:
-            s.append(f" ({state.proofs_failed} ✗)", style=pal.bad)
-        if state.proofs_cancelled:
-            s.append(f" ({state.proofs_cancelled} cancelled)", style=pal.warn)
-        s.append(f" │ t {state.t:.2f} s ")
-        if ctx.mode == "replay":
-            s.append(" REPLAY ", style="bold reverse")
-            s.append(f" {ctx.replay} ")
-        if ctx.recording:
-            s.append(" ● REC ", style=f"bold reverse {pal.bad}")
-        k = Text(" knobs: ", style=pal.dim)
+            segs.append((4, Text("no GPU", style=pal.dim)))
+        status = fit_line(segs, width, lead=lead)
         kn = state.knobs
-        k.append(f"workers {kn.get('partition_workers', '–')}", style="bold")
-        k.append(f"  channel {kn.get('gpu_channel_capacity', '–')}", style="bold")
         budget = state.memory_budget
-        k.append(f"  budget {fmt_bytes(budget) if budget else '–'}", style="bold")
+        ks: list[Segment] = [
+            (0, Text(f"workers {kn.get('partition_workers', '–')}", style="bold")),
+            (0, Text(f"channel {kn.get('gpu_channel_capacity', '–')}", style="bold")),
+            (0, Text(f"budget {fmt_bytes(budget) if budget else 'unlimited'}", style="bold")),
+        ]
+        if ctx.readonly:
+            ks.insert(0, (0, Text("READONLY", style=f"bold {pal.warn}")))
         for key in SHOWN_CONFIG:
             v = find_config_value(state.config, key)
             if v is not None and key not in ("backend",):
-                k.append(f"  {key.replace('_per_device', '').replace('_', ' ')} {v}", style=pal.dim)
-        k.append(f"  │ refresh {ctx.refresh:g} s", style=pal.dim)
-        if ctx.readonly:
-            k.append("  READONLY ", style=f"bold {pal.warn}")
-        lines = [s, k]
+                ks.append((5, Text(f"{key.replace('_per_device', '').replace('_', ' ')} {v}",
+                                   style=pal.dim)))
+        ks.append((2, Text(f"refresh {ctx.refresh:g} s", style=pal.dim)))
+        knobs = fit_line(ks, width, sep="  ", lead=Text(" knobs: ", style=pal.dim))
+        lines = [status, knobs]
         if ctx.notice:
             lines.append(Text(f" {ctx.notice}", style=f"bold {pal.warn}"))
         return Group(*lines)

@@ -1,4 +1,10 @@
-"""Memory panel: total (RssAnon sum + shared memory), per process, shm, budget line, peak."""
+"""Memory panel: what the budget counts against the budget, then RSS totals and per process.
+
+The bar is the partition buffers held (a, b, c of every partition from synthesis to release),
+which is what the memory budget limits (docs/RELIABILITY.md), with its %; with no budget it says
+"unlimited" and draws no bar. Processes are listed by role and pid, so rows never swap places
+between refreshes; the panel condenses to the lines it has.
+"""
 
 from __future__ import annotations
 
@@ -11,38 +17,74 @@ from app.widgets.base import StatePanel
 from app.widgets.render import Palette, meter, spark
 
 
+def proc_order(p: dict) -> tuple[str, int]:
+    """Processes by role then pid: a stable order, whatever their RSS does."""
+    pid = p.get("pid")
+    return (str(p.get("role") or "proc"), pid if isinstance(pid, int) else 0)
+
+
+def budget_line(state: DashboardState, pal: Palette, width: int) -> list[Text]:
+    """The budget's two lines: "held X / budget Y  Z %" and its bar (or "unlimited")."""
+    budget = state.memory_budget
+    held = sum(state.stage_bytes().values())
+    head = Text(no_wrap=True, overflow="crop")
+    head.append("held ", style=pal.dim)
+    head.append(fmt_bytes(held), style="bold")
+    if budget:
+        over = held > budget
+        head.append(" / ", style=pal.dim)
+        head.append(fmt_bytes(budget), style=pal.bad if over else "")
+        head.append(f"  {100 * held / budget:.0f} %", style=pal.bad if over else "bold")
+        bar = meter(held / budget, width, style=pal.bad if over else pal.accent)
+    else:
+        head.append("  budget ", style=pal.dim)
+        head.append("unlimited", style="bold")
+        bar = Text("no budget: nothing to draw against", style=pal.dim, no_wrap=True, overflow="crop")
+    return [head, bar]
+
+
 class MemoryPanel(StatePanel):
-    """Totals against the budget, then one line per process with its history."""
+    """The budget's bar, the RSS total and peak, then one line per process with its history."""
 
     def render_state(self, state: DashboardState, pal: Palette, width: int):
-        budget = state.memory_budget
-        top = max(budget or 0, state.mem_peak) or None
-        w = max(6, width - 30)
-        # history scaled to the larger of budget and peak, so the budget is the top line
-        head = Text()
-        head.append("total ", style=pal.dim)
-        head.append(fmt_bytes(state.mem_total), style="bold")
-        head.append("  peak ", style=pal.dim)
-        head.append(f"{fmt_bytes(state.mem_peak)} @{state.mem_peak_t:.1f}s")
-        head.append("  budget ", style=pal.dim)
-        over = bool(budget and state.mem_total > budget)
-        head.append(fmt_bytes(budget) if budget else "unlimited", style=pal.bad if over else "")
-        if budget:
-            bar = meter(state.mem_total / budget, width, style=pal.bad if over else pal.accent)
-        else:
-            bar = Text("no budget line (unlimited)", style=pal.dim)
-        hist = Text(spark(state.mem_hist, width, hi=top), style=pal.accent)
+        height = self.content_size.height or 99
+        lines: list = budget_line(state, pal, width)
+        total = Text(no_wrap=True, overflow="crop")
+        total.append("rss+shm ", style=pal.dim)
+        total.append(fmt_bytes(state.mem_total), style="bold")
+        total.append("  peak ", style=pal.dim)
+        total.append(f"{fmt_bytes(state.mem_peak)} @{state.mem_peak_t:.1f} s")
+        procs = sorted(state.processes, key=proc_order)
+        if height < 4:
+            return Group(*lines[:height])
+        lines.append(total)
+        room = height - len(lines)
+        wide = width >= 40
+        w = max(4, width - 30)
         t = Table.grid(padding=(0, 1), expand=True)
-        t.add_column(width=17, no_wrap=True)
-        t.add_column(width=9, justify="right")
-        t.add_column(ratio=1)
-        t.add_row(Text("shm", style=pal.dim), fmt_bytes(state.shm_bytes),
-                  Text(spark(state.shm_hist, w), style=pal.dim))
-        procs = sorted(state.processes, key=lambda p: -(p.get("rss_anon") or 0))
+        t.add_column(width=14 if wide else max(8, width - 20), no_wrap=True)
+        t.add_column(width=9, justify="right", no_wrap=True)
+        if wide:
+            t.add_column(width=5, justify="right", no_wrap=True)
+            t.add_column(ratio=1, no_wrap=True)
+        rows = []
+        if room > len(procs) + 1:
+            lines.append(Text(spark(state.mem_hist, width, hi=max(state.memory_budget or 0,
+                                                                  state.mem_peak) or None),
+                              style=pal.accent))
+            room -= 1
+        rows.append((Text("shm", style=pal.dim), fmt_bytes(state.shm_bytes), "",
+                     Text(spark(state.shm_hist, w), style=pal.dim)))
         for p in procs:
-            label = proc_label(p)
-            name = Text(str(p.get("role") or "proc")[:12])
+            name = Text(str(p.get("role") or "proc")[:8])
             name.append(f" {p.get('pid', '')}", style=pal.dim)
-            t.add_row(name, fmt_bytes(p.get("rss_anon")),
-                      Text(spark(state.proc_hist.get(label, ()), w), style=pal.dim))
-        return Group(head, bar, hist, t)
+            cpu = p.get("cpu_pct")
+            rows.append((name, fmt_bytes(p.get("rss_anon")),
+                         Text("" if cpu is None else f"{cpu:.0f}%", style=pal.dim),
+                         Text(spark(state.proc_hist.get(proc_label(p), ()), w), style=pal.dim)))
+        if len(rows) > room > 0:
+            more = len(rows) - room + 1
+            rows = rows[:room - 1] + [(Text(f"+{more} more", style=pal.dim), "", "", "")]
+        for r in rows[:max(room, 0)]:
+            t.add_row(*(r if wide else r[:2]))
+        return Group(*lines, t)

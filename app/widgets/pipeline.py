@@ -26,6 +26,9 @@ class PipelineStrip(StatePanel):
     """One row per stage: glyph, count, bytes held, count history, bytes history."""
 
     def render_state(self, state: DashboardState, pal: Palette, width: int) -> Table:
+        height = self.content_size.height
+        if height and height < 11:
+            return self.render_compact(state, pal, width, height)
         counts = state.stage_counts()
         held = state.stage_bytes()
         spark_w = max(4, (width - 32) // 2)
@@ -61,4 +64,38 @@ class PipelineStrip(StatePanel):
         done = counts.get("done", 0)
         t.add_row(Text("✓", style=pal.ok), Text("done", style=pal.ok), Text(str(done), style="bold"),
                   Text(f"max hold {state.max_holding}", style=pal.dim), "", "")
+        return t
+
+    def render_compact(self, state: DashboardState, pal: Palette, width: int, height: int) -> Table:
+        """For a short panel: the stages in as many columns as the height needs, each
+        glyph, name, count and bytes held; one count sparkline per stage where width is left."""
+        counts = state.stage_counts()
+        held = state.stage_bytes()
+        stages = [s for s in ALL_STAGES if s != "done"
+                  and not (s == "cancelled" and not counts.get(s))] + ["done"]
+        per_col = max(1, height)
+        ncols = -(-len(stages) // per_col)
+        col_w = max(16, width // ncols - 1)
+        spark_w = max(0, col_w - 27)
+        t = Table.grid(padding=(0, 1), expand=True)
+        for _ in range(ncols):
+            t.add_column(width=col_w, no_wrap=True)
+        cells: list[Text] = []
+        for s in stages:
+            style = pal.ok if s == "done" else pal.stage_style(s)
+            n = counts.get(s, 0)
+            c = Text(no_wrap=True, overflow="crop")
+            c.append(("✓" if s == "done" else STAGE_GLYPH[s]) + " ", style=style)
+            c.append(f"{LABELS[s]:<8}", style=style)
+            c.append(f"{n:>3}", style="bold" if n else pal.dim)
+            b = held.get(s) if s in HOLDING_STAGES else None
+            c.append(f" {fmt_bytes(b):>9}" if b else " " * 10, style="")
+            if spark_w and s != "done":
+                c.append(" " + spark(state.stage_hist.get(s, ()), spark_w), style=style)
+            cells.append(c)
+        for r in range(per_col):
+            row = [cells[k * per_col + r] if k * per_col + r < len(cells) else Text("")
+                   for k in range(ncols)]
+            if any(x.plain for x in row):
+                t.add_row(*row)
         return t

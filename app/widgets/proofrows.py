@@ -15,10 +15,12 @@ from rich.text import Text
 from app.state import DashboardState, JobState, fmt_ms
 from app.widgets.render import STAGE_GLYPH, Palette, stacked_bar
 
-# (key, label, width); the key names what the column sorts by.
+# (key, label, width); the key names what the column sorts by. Timers are mean ms per
+# partition, always in ms; the total is seconds, always in s.
 COLUMNS = (
     ("job", "job", 5),
     ("ok", "✓", 2),
+    ("stage", "stage", 8),
     ("parts", "parts", 5),
     ("queue", "queue", 7),
     ("synth", "synth", 7),
@@ -28,16 +30,53 @@ COLUMNS = (
     ("kernel", "kern", 7),
     ("b2", "b2", 6),
     ("dealloc", "dealloc", 7),
-    ("total", "total", 8),
+    ("total", "total s", 8),
     ("bar", "breakdown (mean ms per partition)", 34),
 )
+# Which columns a narrow table keeps first: id, outcome, stage and total always; the breakdown
+# bar before the finer timers. The bar shrinks to BAR_MIN and grows into any width left over.
+PRIORITY = ("job", "ok", "stage", "total", "parts", "gpu_call", "synth", "queue", "bar",
+            "channel_wait", "gpu_wrapper", "kernel", "dealloc", "b2")
+BAR_MIN = 16
+PAD = 1  # blank cells on each side of a column
 SORTABLE = tuple(k for k, _, _ in COLUMNS if k != "bar")
 BAR_WIDTH = dict((k, w) for k, _, w in COLUMNS)["bar"]
+LABELS = {k: label for k, label, _ in COLUMNS}
 # The table shows at most this many proofs (the first in the current sort and filter), so that a
 # session of thousands of proofs costs the same to draw as one of a hundred.
 MAX_ROWS = 200
 # Columns whose natural first order is largest first (the slow proofs on top).
 DESCENDING_FIRST = ("total", "queue", "channel_wait")
+# The stage column's words, and its sort order (least advanced first).
+STAGE_WORDS = {"queued": "queued", "synthesizing": "synth", "waiting_gpu": "channel",
+               "gpu": "gpu", "deallocating": "dealloc", "finalizing": "finalize",
+               "done": "done", "bad": "rejected", "failed": "failed", "cancelled": "cancel"}
+_STAGE_ORDER = {s: i for i, s in enumerate(STAGE_WORDS)}
+
+
+def fit_columns(width: int) -> tuple[tuple[str, str, int], ...]:
+    """The columns that fit ``width`` cells, by PRIORITY, in the table's own order; the
+    breakdown bar (if kept) takes what width is left over."""
+    cells = {k: w + 2 * PAD for k, _, w in COLUMNS}
+    cells["bar"] = BAR_MIN + 2 * PAD
+    kept: set[str] = set()
+    used = 0
+    for key in PRIORITY:
+        if used + cells[key] <= width or key in ("job", "ok", "stage", "total"):
+            kept.add(key)
+            used += cells[key]
+    out = []
+    for key, label, w in COLUMNS:
+        if key not in kept:
+            continue
+        if key == "bar":
+            w = BAR_MIN + max(0, width - used)
+            if w < len(label):
+                label = "breakdown (ms)"
+        out.append((key, label, w))
+    return tuple(out)
+
+
 _TIMER_KEYS = ("queue", "synth", "channel_wait", "gpu_wrapper", "gpu_call", "kernel", "b2", "dealloc")
 
 
@@ -49,6 +88,8 @@ def job_value(job: JobState, key: str) -> float | str | None:
         return {"done": 0, "bad": 2, "failed": 3}.get(job.status, 1)
     if key == "parts":
         return job.done_partitions
+    if key == "stage":
+        return _STAGE_ORDER.get(job.status, len(_STAGE_ORDER))
     if key == "total":
         return job.total_ms
     if key in ("synth", "kernel"):
@@ -69,7 +110,7 @@ def bar_parts(job: JobState) -> list[tuple[str, float]]:
     ]
 
 
-def progress_cell(job: JobState, pal: Palette) -> Text:
+def progress_cell(job: JobState, pal: Palette, width: int = BAR_WIDTH) -> Text:
     """For a proof still in flight: one glyph per partition for its stage, then the counts."""
     t = Text()
     for i in sorted(job.parts):
@@ -79,7 +120,7 @@ def progress_cell(job: JobState, pal: Palette) -> Text:
     for p in job.parts.values():
         counts[p.stage] = counts.get(p.stage, 0) + 1
     t.append("  " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in counts.items()), style=pal.dim)
-    t.truncate(BAR_WIDTH)
+    t.truncate(width)
     return t
 
 
@@ -137,30 +178,34 @@ class RowBuilder:
         self._rows: dict[int, Row] = {}
         self._bar_ms: dict[int, tuple[int, float]] = {}  # job -> (version, bar length in ms)
 
-    def rows(self, jobs: list[JobState], pal: Palette) -> list[Row]:
-        """Rows for these proofs (already sorted, filtered and cut to MAX_ROWS)."""
+    def rows(self, jobs: list[JobState], pal: Palette, bar_width: int = BAR_WIDTH) -> list[Row]:
+        """Rows for these proofs (already sorted, filtered and cut to MAX_ROWS), with one cell
+        per column of COLUMNS (the widget draws those that fit) and a bar ``bar_width`` wide."""
         bar_ms = self._bar_ms
         for j in jobs:
             hit = bar_ms.get(j.job)
             if hit is None or hit[0] != j.version:
                 bar_ms[j.job] = (j.version, sum(ms for _, ms in bar_parts(j)))
         scale = max((bar_ms[j.job][1] for j in jobs), default=0.0)
-        return [self._row(j, scale, pal) for j in jobs]
+        return [self._row(j, scale, pal, bar_width) for j in jobs]
 
-    def _row(self, j: JobState, scale: float, pal: Palette) -> Row:
-        stamp = (j.version, scale, id(pal))
+    def _row(self, j: JobState, scale: float, pal: Palette, bar_width: int) -> Row:
+        stamp = (j.version, scale, id(pal), bar_width)
         hit = self._rows.get(j.job)
         if hit is not None and hit.stamp == stamp:
             return hit
+        st = j.status
         cells = [Text(str(j.job), justify="right"), status_cell(j, pal),
+                 Text(STAGE_WORDS.get(st, st), style=pal.stage_style(st) if st in STAGE_GLYPH else ""),
                  Text(f"{j.done_partitions}/{j.partitions}", justify="right")]
         cells += [Text(fmt_ms(job_value(j, key)), justify="right") for key in _TIMER_KEYS]
-        cells.append(Text(fmt_ms(j.total_ms), justify="right",
-                          style=pal.bad if j.status in ("bad", "failed") else "bold"))
+        total = "–" if j.total_ms is None else f"{j.total_ms / 1000:.2f}"
+        cells.append(Text(total, justify="right",
+                          style=pal.bad if st in ("bad", "failed") else "bold"))
         if j.verified is None and not any(p.ms for p in j.parts.values()):
-            cells.append(progress_cell(j, pal))
+            cells.append(progress_cell(j, pal, bar_width))
         else:
-            cells.append(stacked_bar(bar_parts(j), scale, BAR_WIDTH, pal))
+            cells.append(stacked_bar(bar_parts(j), scale, bar_width, pal))
         row = Row(j.job, tuple(cells), stamp)
         self._rows[j.job] = row
         return row

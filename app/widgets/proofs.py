@@ -24,39 +24,45 @@ from textual.strip import Strip
 
 from app.state import DashboardState, JobState
 from app.widgets.proofrows import (
+    BAR_WIDTH,
     COLUMNS,
+    PAD,
     DESCENDING_FIRST,
     MAX_ROWS,
     SORTABLE,
     Row,
     RowBuilder,
+    fit_columns,
     ordered_jobs,
 )
 from app.widgets.render import Palette
 
 __all__ = ["COLUMNS", "SORTABLE", "MAX_ROWS", "ProofsTable"]
 
-PAD = 1  # blank cells on each side of a column
-TABLE_WIDTH = sum(w + 2 * PAD for _, _, w in COLUMNS)
 HEADER_LINES = 1
+Columns = tuple[tuple[str, str, int], ...]
 
 
-def _column_edges() -> list[tuple[int, int, str]]:
+def table_width(columns: Columns) -> int:
+    return sum(w + 2 * PAD for _, _, w in columns)
+
+
+def column_edges(columns: Columns) -> list[tuple[int, int, str]]:
     """(first cell, end cell, column key) of each column across the table's width."""
     edges, x = [], 0
-    for key, _, width in COLUMNS:
+    for key, _, width in columns:
         edges.append((x, x + width + 2 * PAD, key))
         x += width + 2 * PAD
     return edges
 
 
-COLUMN_EDGES = _column_edges()
-
-
-def line_text(cells: tuple[Text, ...] | list[Text]) -> Text:
-    """One table line: each cell padded (or cut) to its column's width, justified as it asks."""
+def line_text(cells: tuple[Text, ...] | list[Text], columns: Columns = COLUMNS) -> Text:
+    """One table line: of the cells (one per column of COLUMNS) those of ``columns``, each
+    padded (or cut) to its column's width, justified as it asks."""
+    by_key = dict(zip((k for k, _, _ in COLUMNS), cells))
     line = Text(no_wrap=True, end="")
-    for cell, (_, _, width) in zip(cells, COLUMNS):
+    for key, _, width in columns:
+        cell = by_key.get(key, Text(""))
         if cell.cell_len > width:
             cell = cell.copy()
             cell.truncate(width)
@@ -147,11 +153,39 @@ class ProofsTable(ScrollView, can_focus=True):
         self._rows: list[Row] = []
         self._seen: tuple | None = None  # what the last show() drew from
         self._strips: dict[int, tuple[tuple, Strip]] = {}  # job -> (row stamp, unstyled strip)
-        header = line_text([Text(label) for _, label, _ in COLUMNS]).plain
-        self._header = Strip([Segment(header)], TABLE_WIDTH)  # styled by the CSS alone
+        self._set_columns(COLUMNS)
+
+    def _set_columns(self, columns: Columns) -> None:
+        """Draw these columns (the ones that fit the width) from now on."""
+        self.columns = columns
+        self._width = table_width(columns)
+        self._edges = column_edges(columns)
+        self._bar_width = dict((k, w) for k, _, w in columns).get("bar", BAR_WIDTH)
+        labels = {k: label for k, label, _ in columns}
+        header = line_text([Text(labels.get(k, "")) for k, _, _ in COLUMNS], columns).plain
+        self._header = Strip([Segment(header)], self._width)  # styled by the CSS alone
+        self._strips.clear()
+        self._seen = None
+
+    def _fit(self) -> None:
+        """Choose the columns for the current width (called before drawing and on resize)."""
+        width = self.scrollable_content_region.width or self.size.width
+        if width > 0:
+            columns = fit_columns(width)
+            if columns != self.columns:
+                self._set_columns(columns)
+                self.virtual_size = Size(self._width, len(self._rows) + HEADER_LINES)
+                self.refresh()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def column_edges(self) -> list[tuple[int, int, str]]:
+        """(first cell, end cell, key) of each column drawn now."""
+        return list(self._edges)
 
     def on_mount(self) -> None:
-        self.virtual_size = Size(TABLE_WIDTH, HEADER_LINES)
+        self.virtual_size = Size(self._width, HEADER_LINES)
 
     # ---- sort and filter ------------------------------------------------------------------
 
@@ -187,6 +221,7 @@ class ProofsTable(ScrollView, can_focus=True):
         Every change to a proof bumps its version and versions only grow, so the count of
         proofs and the sum of their versions tell whether any proof changed without looking at
         the rows."""
+        self._fit()
         seen = (id(state), len(state.jobs), sum(j.version for j in state.jobs.values()), id(pal),
                 self.sort_key, self.sort_reverse, self.filter_text)
         if seen == self._seen:
@@ -194,10 +229,10 @@ class ProofsTable(ScrollView, can_focus=True):
         self._seen = seen
         jobs = self.visible_jobs(state)
         self.total_matching = len(jobs)
-        rows = self._builder.rows(jobs[:MAX_ROWS], pal)
+        rows = self._builder.rows(jobs[:MAX_ROWS], pal, self._bar_width)
         old, self._rows = self._rows, rows
         if len(rows) != len(old):  # before the cursor scrolls, so that it may scroll that far
-            self.virtual_size = Size(TABLE_WIDTH, len(rows) + HEADER_LINES)
+            self.virtual_size = Size(self._width, len(rows) + HEADER_LINES)
         # A cursor on the top row follows the top (the newest proof, like top's first line); a
         # cursor the operator moved stays on its proof as rows come and go.
         if 0 < self.cursor_row < len(old):
@@ -226,7 +261,8 @@ class ProofsTable(ScrollView, can_focus=True):
         hit = self._strips.get(row.job)
         if hit is not None and hit[0] == row.stamp:
             return hit[1]
-        strip = Strip(list(line_text(row.cells).render(self.app.console)), TABLE_WIDTH).simplify()
+        strip = Strip(list(line_text(row.cells, self.columns).render(self.app.console)),
+                      self._width).simplify()
         if len(self._strips) > 4 * MAX_ROWS:
             self._strips.clear()
         self._strips[row.job] = (row.stamp, strip)
@@ -320,7 +356,7 @@ class ProofsTable(ScrollView, can_focus=True):
             return
         if offset.y < HEADER_LINES:
             x = offset.x + int(self.scroll_x)
-            key = next((k for a, b, k in COLUMN_EDGES if a <= x < b), None)
+            key = next((k for a, b, k in self._edges if a <= x < b), None)
             if key is not None:
                 self.post_message(self.HeaderClicked(key))
             return
