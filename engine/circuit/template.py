@@ -79,6 +79,17 @@ def lc_sum(*terms: tuple[int, LC]) -> LC:
     return {s: c for s, c in out.items() if c}
 
 
+def _normal(lc: LC) -> LC:
+    """``lc`` with coefficients reduced mod r and zero terms dropped (one pass, no merging:
+    a dict holds each slot once)."""
+    out: LC = {}
+    for s, c in lc.items():
+        c %= R_MOD
+        if c:
+            out[s] = c
+    return out
+
+
 def var(slot: int, k: int = 1) -> LC:
     return {slot: k % R_MOD}
 
@@ -116,6 +127,16 @@ class Template:
         return int(self.A.ptr[-1] + self.B.ptr[-1] + self.C.ptr[-1])
 
 
+def _mont_rows(coefs: list[int]) -> np.ndarray:
+    """Montgomery rows of ``coefs``, converting each distinct value once (a SHA-256 gadget's
+    millions of coefficients take a handful of values: 1, −1, powers of two)."""
+    if not coefs:
+        return np.zeros((0, 4), np.uint64)
+    uniq = {c: i for i, c in enumerate(dict.fromkeys(coefs))}
+    table = to_mont_fr(list(uniq))
+    return table[np.fromiter((uniq[c] for c in coefs), np.int64, len(coefs))]
+
+
 @dataclass
 class Tracer:
     """Records the constraints and the witness program of one gadget."""
@@ -145,7 +166,7 @@ class Tracer:
         return first
 
     def enforce(self, a: LC, b: LC, c: LC) -> None:
-        self.rows.append((lc_sum((1, a)), lc_sum((1, b)), lc_sum((1, c))))
+        self.rows.append((_normal(a), _normal(b), _normal(c)))
 
     def const(self, c: int) -> int:
         c %= R_MOD
@@ -178,8 +199,7 @@ class Tracer:
                     slots.append(s)
                     coefs.append(c)
                 ptr.append(len(slots))
-            coef = to_mont_fr(coefs) if coefs else np.zeros((0, 4), np.uint64)
-            mats.append(SparseRows(np.array(ptr, np.int64), np.array(slots, np.int64), coef))
+            mats.append(SparseRows(np.array(ptr, np.int64), np.array(slots, np.int64), _mont_rows(coefs)))
         ops = np.zeros((len(self.ops), 4), np.int64)
         args: list[int] = []
         for k, (code, out, a) in enumerate(self.ops):
