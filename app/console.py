@@ -406,11 +406,11 @@ class SealtopApp(App):
     # ---- actions: the dashboard binds these in the app namespace ---------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hidden (False) where a mode never offers the action; shown disabled (None) where it
-        is only switched off (read-only console, engine not running)."""
+        """Hidden (False) where a mode never offers the action (replay, a read-only console);
+        shown disabled (None) where it is only switched off for now (engine not running)."""
         if action in TUNING_ACTIONS:
-            if self.mode != "live":
-                return False
+            if self.mode != "live" or self.readonly:
+                return False  # hidden: a read-only console never offers them
             return True if self.can_tune else None
         if action in REPLAY_ACTIONS:
             return self.mode == "replay"
@@ -682,6 +682,8 @@ class SealtopApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help: keys", "List every key binding", self.action_help)
+        yield SystemCommand("Hosts of the farm", "One row per host of a farm session",
+                            lambda: self.push_screen(_hosts_screen()))
         yield SystemCommand("Next theme", "Cycle dark / light / high-contrast", self.action_next_theme)
         for s in REFRESH_CHOICES:
             yield SystemCommand(f"Refresh every {s:g} s", "Set the refresh interval",
@@ -701,6 +703,12 @@ class SealtopApp(App):
             yield SystemCommand("Replay: faster", "Double the speed", lambda: self.replay_speed(1))
             yield SystemCommand("Replay: slower", "Halve the speed", lambda: self.replay_speed(-1))
             yield SystemCommand("Replay: go to end", "Show the final state", lambda: self.replay_seek("end"))
+
+
+def _hosts_screen() -> Screen:
+    from app.screens.hosts import HostsScreen
+
+    return HostsScreen()
 
 
 __all__ = ["SealtopApp", "EngineEvents", "EngineStatus"]

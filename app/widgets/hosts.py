@@ -1,0 +1,59 @@
+"""The farm's hosts table: one row per host of a farm session (engine.cluster.hosts)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from app.state import fmt_bytes
+from app.widgets.render import Palette
+from engine.cluster.hosts import HostsState
+
+# the stages a row counts, in the pipeline's order, with a short heading each
+STAGE_COLUMNS = (("queued", "queue"), ("synthesizing", "synth"), ("waiting_gpu", "chan"),
+                 ("gpu", "gpu"), ("deallocating", "dealloc"), ("finalizing", "final"))
+
+
+def hosts_table(state: HostsState, pal: Palette, selected: str | None = None) -> Table:
+    """The hosts as a Rich table; ``selected`` is marked."""
+    table = Table(expand=True, header_style=pal.title, pad_edge=False)
+    table.add_column("host", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("GPUs", no_wrap=True)
+    table.add_column("busy", justify="right")
+    for _, head in STAGE_COLUMNS:
+        table.add_column(head, justify="right")
+    table.add_column("proofs", justify="right")
+    table.add_column("s/proof", justify="right")
+    table.add_column("memory / budget", justify="right", no_wrap=True)
+    table.add_column("last error", overflow="ellipsis", no_wrap=True, ratio=1)
+    for row in state.rows():
+        busy = row.busy_pct(state.t)
+        spp = row.s_per_proof(state.t)
+        gpus = f"{len(row.gpus)}× {row.gpus[0]}" if row.gpus else f"none ({row.backend or '?'})"
+        budget = fmt_bytes(row.memory_budget) if row.memory_budget else "unlimited"
+        mark = "▸ " if row.name == selected else "  "
+        table.add_row(
+            Text(mark + row.name, style=pal.accent if row.name == selected else ""),
+            Text("up", style=pal.ok) if row.present else Text("left", style=pal.bad),
+            gpus,
+            "-" if busy is None else f"{busy:.0f}%",
+            *(str(row.stages.get(s, 0)) for s, _ in STAGE_COLUMNS),
+            str(row.proofs),
+            "-" if spp is None else f"{spp:.2f}",
+            f"{fmt_bytes(row.memory)} / {budget}",
+            Text(row.last_error or "", style=pal.bad if row.last_error else ""),
+        )
+    return table
+
+
+def farm_line(state: HostsState, pal: Palette) -> Text:
+    """The farm's totals: hosts up, proofs, its rate."""
+    up = sum(1 for r in state.hosts.values() if r.present)
+    spp = state.s_per_proof()
+    t = Text()
+    t.append(" farm ", style="bold reverse")
+    t.append(f"  {up} of {len(state.hosts)} host(s) up  {state.proofs} proof(s)")
+    t.append("  rate " + ("-" if spp is None else f"{spp:.2f} s/proof ({3600 / spp:.0f}/h)"),
+             style=pal.accent)
+    return t

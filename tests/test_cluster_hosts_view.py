@@ -1,0 +1,111 @@
+"""The console's hosts view on a replayed farm session: one row per host, the farm's rate, the
+chosen row; layout checked with Pilot, and a snapshot (pytest-textual-snapshot)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual")
+
+from app.console import SealtopApp  # noqa: E402
+from app.screens.hosts import HostsScreen  # noqa: E402
+from app.session_io import load_session  # noqa: E402
+from engine.stream.recorder import SessionRecorder  # noqa: E402
+from test_cluster_merge import farm_session  # noqa: E402
+
+SIZE = (160, 48)
+SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
+
+
+@pytest.fixture
+def snapshot(snapshot):
+    from pytest_textual_snapshot import SVGImageExtension
+
+    class Here(SVGImageExtension):
+        @classmethod
+        def dirname(cls, *, test_location) -> str:
+            return str(SNAPSHOT_DIR / test_location.basename)
+
+    base = snapshot.use_extension
+    snapshot.use_extension = lambda extension_class=None: base(Here)
+    return snapshot
+
+
+def _farm_file(tmp_path: Path) -> Path:
+    path = tmp_path / "farm.jsonl"
+    rec = SessionRecorder(path)
+    for ev in farm_session():
+        rec.write(ev)
+    rec.close()
+    return path
+
+
+def _text(widget) -> str:
+    """What a Static shows, as plain text lines (Rich renderables rendered at its width)."""
+    from rich.console import Console
+
+    console = Console(width=widget.size.width or 160, record=True, color_system=None,
+                      file=open(os.devnull, "w"))
+    console.print(widget.content)
+    return console.export_text()
+
+
+async def test_hosts_view_rows_and_layout(tmp_path):
+    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        names = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Hosts of the farm" in names  # the console's hook
+        app.push_screen(HostsScreen())
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, HostsScreen)
+        title = screen.query_one("#hosts-title")
+        table = screen.query_one("#hosts-table")
+        # layout: the farm line on top, the table below it, both the full width, on screen
+        assert title.region.y < table.region.y
+        assert title.region.width == SIZE[0] and table.region.width == SIZE[0]
+        assert table.region.bottom <= SIZE[1]
+        body = _text(table)
+        lines = [ln for ln in body.splitlines() if "hA" in ln or "hB" in ln]
+        assert len(lines) == 2  # one row per host
+        a = next(ln for ln in lines if "hA" in ln)
+        b = next(ln for ln in lines if "hB" in ln)
+        assert "left" in a and "up" in b
+        assert "1× NVIDIA H200" in b and "none (cpu)" in a
+        assert "ECC error count rising" in b
+        assert "64.00 GiB" in b and "unlimited" in a
+        head = _text(title)
+        assert "1 of 2 host(s) up" in head and "3 proof(s)" in head and "s/proof" in head
+        # up/down choose a host: the mark moves
+        assert screen.selected == "hA"
+        await pilot.press("down")
+        assert screen.selected == "hB"
+        assert "▸ hB" in _text(table)
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, HostsScreen)
+
+
+async def test_a_local_session_has_no_hosts():
+    app = SealtopApp("replay", session=load_session(Path(__file__).parent / "data" /
+                                                    "session_fixture.jsonl"), autoplay=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        app.push_screen(HostsScreen())
+        await pilot.pause(0.2)
+        assert "no farm hosts" in _text(app.screen.query_one("#hosts-table"))
+
+
+def test_hosts_view_snapshot(snap_compare, tmp_path):
+    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.2)
+        app.push_screen(HostsScreen())
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
