@@ -257,16 +257,28 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_no_proof(farm):
     assert list_ours(prefix_for(pid)) == []
 
 
-def test_a_late_host_takes_work(farm):
+def test_a_late_host_takes_work(farm, tmp_path, capsys):
+    """hC joined after the others (it was started when hA was killed); `bench pipeline
+    --cluster` sends it work and reports the farm's figures."""
+    import json
+
+    from engine.cli import main
+
     late = farm["workers"].get("hC") or farm["start"]("hC")
     farm["workers"]["hC"] = late
     late.wait_for("joined", START_S)
-    code, events, _ = run_farm(farm["cfg"], 4, farm["addr"], progress=None)
-    assert code == 0
-    done = [e for e in events if e["kind"] == "proof_done"]
-    assert len(done) == 4 and all(e["verified"] for e in done)
-    assert "hC" in {e["host"] for e in done}
-    assert "hA" not in {h["host"] for h in events if h["kind"] == "host"}
+    out, rec = tmp_path / "farm.json", tmp_path / "farm.jsonl"
+    code = main(["bench", "pipeline", "--cluster", farm["addr"], "--preset", PRESET, "--jobs", "4",
+                 "--set", f"partitions={PARTS}", "--json", str(out), "--record", str(rec)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert report["jobs_verified"] == 4 and report["exit_code"] == 0
+    assert "hC" in report["proofs_per_host"] and "hA" not in report["proofs_per_host"]
+    assert sum(report["proofs_per_host"].values()) == 4
+    assert report["submit_to_first_synthesis_ms"] > 0 and report["proof_back_ms"] > 0
+    events = read_recording(rec).events
+    assert {e["host"] for e in events if e["kind"] == "host"} == {"hB", "hC"}
+    assert "farm overhead per job" in capsys.readouterr().out
 
 
 def test_no_scheduler_is_one_line(monkeypatch, capsys):
