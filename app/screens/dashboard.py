@@ -33,9 +33,9 @@ PANELS = {1: ("pipeline", "pipeline"), 2: ("gpu", "GPU"), 3: ("memory", "memory"
 
 def _max_bindings() -> list[Binding]:
     return [
-        Binding(str(n), f"maximize({n})", f"Maximize panel {n}" + (f" ({PANELS[n][1]})" if n in PANELS else ""),
-                show=False, id=f"maximize-{n}")
-        for n in range(1, 10)
+        Binding(str(n), f"maximize({n})", f"Maximize panel {n} ({title})", show=False,
+                id=f"maximize-{n}")
+        for n, (_, title) in PANELS.items()
     ]
 
 
@@ -49,28 +49,28 @@ class DashboardScreen(Screen):
     BINDINGS = [
         *_max_bindings(),
         Binding("escape", "restore", "Restore panels / clear filter", show=False, id="restore"),
-        Binding("slash", "filter", "Filter proofs", id="filter"),
-        Binding("o", "sort_next", "Sort by next column", id="sort-next"),
+        Binding("slash", "filter", "Filter", tooltip="Filter proofs (or search the log where it has focus)", id="filter"),
+        Binding("o", "sort_next", "Sort", tooltip="Sort by the next column", id="sort-next"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="sort-reverse"),
-        Binding("enter", "detail", "Proof detail", id="detail"),
+        Binding("enter", "detail", "Detail", tooltip="Proof detail", id="detail"),
         # live tuning
         Binding("w", "app.knob('partition_workers', -1)", "Workers −1", show=False, id="workers-down"),
-        Binding("W", "app.knob('partition_workers', 1)", "Workers +1", id="workers-up"),
+        Binding("W", "app.knob('partition_workers', 1)", "Workers+", tooltip="Workers +1", id="workers-up"),
         Binding("c", "app.knob('gpu_channel_capacity', -1)", "Channel −1", show=False, id="channel-down"),
         Binding("C", "app.knob('gpu_channel_capacity', 1)", "Channel +1", show=False, id="channel-up"),
         Binding("m", "app.knob('memory_budget', -1)", "Budget −1 GiB", show=False, id="budget-down"),
         Binding("M", "app.knob('memory_budget', 1)", "Budget +1 GiB", show=False, id="budget-up"),
-        Binding("p", "app.pause", "Pause/resume engine", id="pause"),
-        Binding("n", "app.submit", "Submit a job", id="submit"),
+        Binding("p", "app.pause", "Pause", tooltip="Pause/resume the engine", id="pause"),
+        Binding("n", "app.submit", "Submit", tooltip="Submit a job", id="submit"),
         Binding("a", "app.autofeed", "Auto-submit on/off", show=False, id="autofeed"),
-        Binding("ctrl+s", "app.save_config", "Save knobs to config", id="save-config"),
+        Binding("ctrl+s", "app.save_config", "Save", tooltip="Save knobs to the config", id="save-config"),
         # replay
-        Binding("space", "app.play", "Play/pause replay", id="replay-play"),
+        Binding("space", "app.play", "Play", tooltip="Play/pause the replay", id="replay-play"),
         Binding("left_square_bracket", "app.step(-1)", "Step back one event", show=False, id="replay-back"),
         Binding("right_square_bracket", "app.step(1)", "Step one event", show=False, id="replay-step"),
         Binding("less_than_sign", "app.speed(-1)", "Slower replay", show=False, id="replay-slower"),
         Binding("greater_than_sign", "app.speed(1)", "Faster replay", show=False, id="replay-faster"),
-        Binding("g", "app.seek", "Seek to a time", id="replay-seek"),
+        Binding("g", "app.seek", "Seek", tooltip="Seek to a time", id="replay-seek"),
         Binding("G", "app.seek_end", "Seek to the end", show=False, id="replay-end"),
     ]
 
@@ -86,7 +86,12 @@ class DashboardScreen(Screen):
         yield Static(id="replaybar")
         yield Footer()
 
+    def on_resize(self) -> None:
+        # a narrow footer drops the padding between keys, so that every key it shows fits
+        self.query_one(Footer).compact = self.size.width < 120
+
     def on_mount(self) -> None:
+        self.on_resize()
         for n, (wid, title) in PANELS.items():
             self.query_one(f"#{wid}").border_title = f"{n} {title}"
         self.query_one("#filter").display = False
@@ -136,18 +141,34 @@ class DashboardScreen(Screen):
     # ---- actions --------------------------------------------------------------------------
 
     def action_maximize(self, n: int) -> None:
-        if n not in PANELS:
-            self.notify(f"no panel {n}: panels are 1–{len(PANELS)}", severity="warning")
-            return
         w = self.query_one(f"#{PANELS[n][0]}")
         if self.maximized is w:
-            self.minimize()
+            self.restore_panels()
         else:
+            if self.maximized is None:
+                self._focus_before = self.focused
             self.maximize(w, container=False)
+            if w.focusable:
+                w.focus()
+
+    def restore_panels(self) -> None:
+        self.minimize()
+
+    def minimize(self) -> None:
+        """Back from a maximized panel (Escape, or its number again), with the focus where it
+        was before, so the arrows keep moving the cursor they moved."""
+        was_maximized = self.maximized is not None
+        super().minimize()
+        if not was_maximized:
+            return
+        before = getattr(self, "_focus_before", None)
+        self._focus_before = None
+        target = before if before is not None and before.is_attached else self.query_one(ProofsTable)
+        self.set_focus(target)
 
     def action_restore(self) -> None:
         if self.maximized is not None:
-            self.minimize()
+            self.restore_panels()
         elif self.query_one(ProofsTable).filter_text:
             self.query_one("#filter", Input).value = ""
             self.query_one(ProofsTable).filter_text = ""

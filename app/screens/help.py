@@ -1,6 +1,9 @@
-"""Help: every key binding of the app and of the screen it was opened over.
+"""Help: the key bindings of the app and of the screen it was opened over, in this mode.
 
-Built from the Binding objects themselves, so a binding cannot exist without being listed.
+Built from the Binding objects themselves, so a binding cannot exist without being listed; a
+key the current mode does not offer (tuning in replay or read-only, replay keys live) is left
+out, one that is only switched off for now is marked so. The help text is a binding's tooltip
+(the footer shows its short description).
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ def binding_rows(app, screen: Screen | None) -> list[tuple[str, str, str, str]]:
                     ok = check(b.action.split("(")[0], ())
                 except Exception:  # noqa: BLE001 - availability is only a hint
                     ok = True
-                note = "" if ok else "not in this mode"
-            rows.append((section, keys, b.description or b.action, note))
+                if ok is False:
+                    continue  # a key this mode does not have is not listed
+                note = "" if ok else "disabled now"
+            rows.append((section, keys, b.tooltip or b.description or b.action, note))
     rows.append(("global", app.get_key_display(Binding("ctrl+p", "command_palette")),
                  "Command palette (every action, knobs, themes)", ""))
     return rows

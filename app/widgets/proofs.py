@@ -6,7 +6,8 @@ its CPU and its input latency. This widget asks Textual to repaint only the line
 changed (or all of them when the order did), draws only the lines on screen, and does nothing at
 all on a refresh tick where no proof changed. What it shows comes from app/widgets/proofrows.py.
 
-Keys: arrows, page up/down, home/end move the cursor; Enter opens the proof detail screen;
+Keys: arrows, j/k, page up/down, home/end (and g/G, except in replay where they seek) move
+the cursor; Enter opens the proof detail screen;
 `o`/`O` and `/` (dashboard bindings) sort and filter. With a mouse, a click on a header sorts by
 that column and a click on the cursor row opens the detail screen.
 """
@@ -121,8 +122,13 @@ class ProofsTable(ScrollView, can_focus=True):
         Binding("down", "cursor(1)", "Cursor down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("k", "cursor(-1)", "Cursor up", show=False),
+        Binding("j", "cursor(1)", "Cursor down", show=False),
         Binding("home", "edge(-1)", "First proof", show=False),
         Binding("end", "edge(1)", "Last proof", show=False),
+        # vi's g/G; in replay these keys seek, so there the table lets them through
+        Binding("g", "jump(-1)", "First proof", show=False),
+        Binding("G", "jump(1)", "Last proof", show=False),
         # Shadows the dashboard's own Enter binding while the table has focus, as DataTable's
         # did, so the footer stays as it was; both open the proof detail screen.
         Binding("enter", "choose", "Proof detail", show=False),
@@ -340,6 +346,14 @@ class ProofsTable(ScrollView, can_focus=True):
 
     def action_edge(self, direction: int) -> None:
         self.move_cursor(0 if direction < 0 else len(self._rows) - 1)
+
+    def action_jump(self, direction: int) -> None:
+        self.action_edge(direction)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "jump":
+            return getattr(self.app, "mode", "") != "replay"
+        return True
 
     def action_choose(self) -> None:
         job = self.selected_job()
