@@ -105,3 +105,40 @@ def test_compare_snapshot(snap_compare):
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_replay_sizes_snapshot(snap_compare, size):
+    """The dashboard as the layout adapts it: stacked and condensed at 80×24, full at 200×60."""
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+
+    async def run_before(pilot) -> None:
+        assert app.replay_seek("2.5")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_help_replay_80x24_snapshot(snap_compare):
+    """Help at 80×24 in replay: only the keys replay has (no tuning, no panels 6–9)."""
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+
+    async def run_before(pilot) -> None:
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_readonly_footer_snapshot(snap_compare):
+    """A read-only live console at 80×24: its footer offers no tuning key."""
+    events = load_session(FIXTURE).events
+    eng = FakeEngine(events=events)
+    app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0, readonly=True)
+
+    async def run_before(pilot) -> None:
+        await _until(pilot, lambda: app.state.events >= len(events) and app.engine is not None)
+        app.request_render()
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -70,8 +70,9 @@ class EventLog(ScrollView, can_focus=True):
             entries = [e for e in entries if needle in e.text.lower() or needle in e.level]
         self._entries = entries
         self._cache.clear()
-        width = max((len(e.text) + 16 for e in entries), default=0)
-        self.virtual_size = Size(width, len(entries))
+        # no horizontal scrolling (its bar would take a line): a long line is cut at the edge,
+        # and the maximized log (5) shows more of it
+        self.virtual_size = Size(0, len(entries))
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()

@@ -57,13 +57,34 @@ def gantt(job: JobState, now: float, width: int, pal: Palette) -> Group:
     return Group(*lines)
 
 
-def layered_timers(job: JobState, pal: Palette, bar_w: int = 30) -> Table:
-    """Per partition: wrapper, call and kernel side by side, with the gaps between layers."""
+# The layered timers' columns, in the order a narrow screen keeps them (never cut to "…").
+TIMER_COLUMNS = ("part", "wrapper", "call", "kernels", "wrap−call", "call−kern", "queue", "chan",
+                 "witness", "eval", "b2", "final", "dealloc")
+_TIMER_ORDER = ("part", "queue", "witness", "eval", "chan", "wrapper", "call", "kernels",
+                "wrap−call", "call−kern", "b2", "final", "dealloc")
+
+
+def timer_columns(width: int, bar_w: int = 30) -> tuple[list[str], bool]:
+    """The timer columns that fit ``width`` cells, and whether the bars fit beside them."""
+    used, kept = 0, []
+    for label in TIMER_COLUMNS:
+        w = max(len(label), 6) + 1
+        if used + w > width and kept:
+            break
+        kept.append(label)
+        used += w
+    return [c for c in _TIMER_ORDER if c in kept], used + bar_w <= width
+
+
+def layered_timers(job: JobState, pal: Palette, bar_w: int = 30, width: int = 200) -> Table:
+    """Per partition: wrapper, call and kernel side by side, with the gaps between layers; on
+    a narrow screen the columns that fit, by priority."""
+    columns, bars_fit = timer_columns(width, bar_w)
     t = Table(expand=True, box=None, padding=(0, 1), header_style=pal.title)
-    for label in ("part", "queue", "witness", "eval", "chan", "wrapper", "call", "kernels",
-                  "wrap−call", "call−kern", "b2", "final", "dealloc"):
+    for label in columns:
         t.add_column(label, justify="right", no_wrap=True)
-    t.add_column("wrapper ▕ call ▕ kernels", no_wrap=True, min_width=bar_w)
+    if bars_fit:
+        t.add_column("wrapper ▕ call ▕ kernels", no_wrap=True, min_width=bar_w)
     top = max((p.ms.get("gpu_wrapper", 0.0) for p in job.parts.values()), default=0.0) or 1.0
     for idx in sorted(job.parts):
         p = job.parts[idx]
@@ -75,15 +96,16 @@ def layered_timers(job: JobState, pal: Palette, bar_w: int = 30) -> Table:
             n = int(round((v or 0) / top * (bar_w // 3 - 1)))
             bars.append(("█" if not pal.mono else "▓") * n, style=style)
             bars.append(" " * (bar_w // 3 - 1 - n) + "▕")
-        t.add_row(
-            f"p{idx}", fmt_ms(p.ms.get("queue")), fmt_ms(p.ms.get("witness")),
-            fmt_ms(p.ms.get("eval")), fmt_ms(p.ms.get("channel_wait")), fmt_ms(wrap),
-            fmt_ms(call), fmt_ms(kern),
-            Text(fmt_ms(g1), style=pal.warn if g1 and wrap and g1 > 0.1 * wrap else ""),
-            Text(fmt_ms(g2), style=pal.warn if g2 and call and g2 > 0.1 * call else ""),
-            fmt_ms(p.ms.get("b2")), fmt_ms(p.ms.get("finalize")), fmt_ms(p.ms.get("dealloc")),
-            bars,
-        )
+        cells = {
+            "part": f"p{idx}", "queue": fmt_ms(p.ms.get("queue")), "witness": fmt_ms(p.ms.get("witness")),
+            "eval": fmt_ms(p.ms.get("eval")), "chan": fmt_ms(p.ms.get("channel_wait")),
+            "wrapper": fmt_ms(wrap), "call": fmt_ms(call), "kernels": fmt_ms(kern),
+            "wrap−call": Text(fmt_ms(g1), style=pal.warn if g1 and wrap and g1 > 0.1 * wrap else ""),
+            "call−kern": Text(fmt_ms(g2), style=pal.warn if g2 and call and g2 > 0.1 * call else ""),
+            "b2": fmt_ms(p.ms.get("b2")), "final": fmt_ms(p.ms.get("finalize")),
+            "dealloc": fmt_ms(p.ms.get("dealloc")),
+        }
+        t.add_row(*[cells[c] for c in columns], *([bars] if bars_fit else []))
     return t
 
 

@@ -28,13 +28,14 @@ def budget_line(state: DashboardState, pal: Palette, width: int) -> list[Text]:
     budget = state.memory_budget
     held = sum(state.stage_bytes().values())
     head = Text(no_wrap=True, overflow="crop")
-    head.append("held ", style=pal.dim)
+    if width >= 30:
+        head.append("held ", style=pal.dim)
     head.append(fmt_bytes(held), style="bold")
     if budget:
         over = held > budget
         head.append(" / ", style=pal.dim)
         head.append(fmt_bytes(budget), style=pal.bad if over else "")
-        head.append(f"  {100 * held / budget:.0f} %", style=pal.bad if over else "bold")
+        head.append(f" {100 * held / budget:.0f} %", style=pal.bad if over else "bold")
         bar = meter(held / budget, width, style=pal.bad if over else pal.accent)
     else:
         head.append("  budget ", style=pal.dim)
