@@ -174,39 +174,38 @@ def _independently_verified(params: Path, cfg: EngineConfig, proof_done: list[di
 def test_two_hosts_prove_and_the_merged_session_replays(farm, tmp_path):
     rec = tmp_path / "farm.jsonl"
     code, events, f = run_farm(farm["cfg"], 4, farm["addr"], str(rec), progress=None)
-    assert code == 0
+    errors = [e for e in events if e["kind"] == "error"]
+    assert code == 0, errors
     done = [e for e in events if e["kind"] == "proof_done"]
     assert sorted(e["job"] for e in done) == [1, 2, 3, 4]
-    assert {e["host"] for e in done} == {"hA", "hB"}  # both hosts proved
+    assert {e["host"] for e in done} == {"hA", "hB"}, done  # both hosts proved
     assert _independently_verified(farm["params"], farm["cfg"], done) == 4 * PARTS
     # one stream: the client's session_start first, a host event per host, every event
     # well-formed and tagged, t never going back
-    assert events[0]["kind"] == "session_start" and "host" not in events[0] or \
-        isinstance(events[0]["host"], dict)
+    assert events[0]["kind"] == "session_start"
+    assert events[0]["config"]["backend_in_use"] == "farm" and events[0]["gpus"] == []
     hosts = [e for e in events if e["kind"] == "host"]
     assert {h["host"] for h in hosts if h["state"] == "joined"} == {"hA", "hB"}
     assert all(h["session_start"]["config"]["backend_in_use"] == "cpu" for h in hosts)
-    assert all(check_event(e) is None for e in events)
-    assert all(isinstance(e.get("host"), str) for e in events[1:])
+    assert [(check_event(e), e) for e in events if check_event(e)] == []
+    assert [e for e in events[1:] if not isinstance(e.get("host"), str)] == []
     ts = [e["t"] for e in events]
     assert ts == sorted(ts)
     stages = [e for e in events if e["kind"] == "stage"]
-    assert {e["worker"].split("/")[0] for e in stages} <= {"hA", "hB", "scheduler"} | {
-        e["worker"].split("/")[0] for e in stages if "/" in e["worker"]}
-    assert all("/" in e["worker"] for e in stages)  # each worker named with its host
+    assert {e["worker"].split("/")[0] for e in stages} == {"hA", "hB"}
+    assert [e for e in stages if "/" not in e["worker"]] == []  # workers named with their host
     # re-based clocks: a job's events fall between its submission and its proof on our clock
     for ev in done:
         sub = next(e for e in events if e["kind"] == "job_submitted" and e["job"] == ev["job"])
         assert 0 <= sub["t"] <= ev["t"] <= events[-1]["t"]
-        assert ev["total_ms"] / 1000.0 >= ev["t"] - sub["t"] - 0.5
+        assert ev["total_ms"] / 1000.0 >= ev["t"] - sub["t"] - 0.5, (ev, sub)
     # the recording replays to the same summary
     replayed = read_recording(rec)
     assert not replayed.warnings
     assert render_all(replayed.events) == render_all(events)
     assert "4 verified" in render_all(events)
     # per-job overhead was measured
-    assert all(t.first_synthesis is not None and t.collected is not None
-               for t in f.timings.values())
+    assert [t for t in f.timings.values() if t.first_synthesis is None or t.collected is None] == []
 
 
 def test_a_worker_killed_mid_job_loses_and_duplicates_no_proof(farm):

@@ -30,7 +30,7 @@ from distributed import WorkerPlugin
 from engine.cluster.jobs import JobResult, JobSpec
 from engine.cluster.merge import TAG, wall_seconds
 from engine.config import EngineConfig
-from engine.stream.fold import Fold
+from engine.stream.schema import CANCELLED, TERMINAL
 from engine.stream.tap import Tap
 
 TOPIC = "sealtop-events"
@@ -43,6 +43,7 @@ class _Waiter:
     received_wall: float
     done: threading.Event = field(default_factory=threading.Event)
     first_synthesis_wall: float | None = None
+    ended: dict[int, str] = field(default_factory=dict)  # partition -> its terminal stage
     outcome: str | None = None
     proof_hex: str = ""
     total_ms: float = 0.0
@@ -61,7 +62,6 @@ class HostEngine(WorkerPlugin):
         self.worker: Any = None
         self.error: str | None = None
         self._tap: Tap | None = None
-        self._fold = Fold()
         self._submit = threading.Lock()  # held across Engine.submit and storing the job's tag
         self._tags: dict[int, tuple[str, int]] = {}  # local job -> (session, client job)
         self._waiters: dict[int, _Waiter] = {}
@@ -126,10 +126,9 @@ class HostEngine(WorkerPlugin):
             worker.log_event(TOPIC, {"host": self.host, "events": out})
         for ev in batch:
             try:
-                self._fold.apply(ev)
+                self._note(ev)
             except (KeyError, TypeError, ValueError):
                 continue
-            self._note(ev)
 
     def _wall(self, t: float) -> float:
         """time.time() of the host engine's session time ``t``."""
@@ -139,21 +138,28 @@ class HostEngine(WorkerPlugin):
         return wall_seconds(start["wall_start"]) + t - float(start["t"])
 
     def _note(self, ev: dict[str, Any]) -> None:
+        """Wake the task whose job this event ends: its proof_done, or the last partition of a
+        job with a cancelled one (a cancelled job gets no proof_done)."""
         job = ev.get("job")
         with self._lock:
             w = self._waiters.get(job) if isinstance(job, int) else None
         if w is None:
             return
         kind = ev["kind"]
-        if kind == "stage" and ev["stage"] == "synthesizing" and w.first_synthesis_wall is None:
-            w.first_synthesis_wall = self._wall(float(ev["t"]))
-        rec = self._fold.jobs.get(job)
-        if kind == "proof_done" and rec is not None:
-            w.outcome, w.proof_hex, w.total_ms = rec.outcome, ev["proof"], float(ev["total_ms"])
-            w.done.set()
-        elif kind == "stage" and rec is not None and job not in self._fold.active \
-                and rec.outcome == "cancelled":
-            w.outcome = "cancelled"
+        if kind == "stage":
+            st = ev["stage"]
+            if st == "synthesizing" and w.first_synthesis_wall is None:
+                w.first_synthesis_wall = self._wall(float(ev["t"]))
+            if st in TERMINAL:
+                w.ended[int(ev["partition"])] = st
+            else:
+                w.ended.pop(int(ev["partition"]), None)
+            if len(w.ended) == w.spec.partitions and CANCELLED in w.ended.values():
+                w.outcome = "cancelled"
+                w.done.set()
+        elif kind == "proof_done":
+            w.outcome = "verified" if ev["verified"] else "failed"
+            w.proof_hex, w.total_ms = ev["proof"], float(ev["total_ms"])
             w.done.set()
 
     # ---- jobs ------------------------------------------------------------------------------
@@ -176,6 +182,8 @@ class HostEngine(WorkerPlugin):
         w.done.wait()
         with self._lock:
             self._waiters.pop(local, None)
+        with self._submit:  # the job's events are all forwarded: its tag is needed no more
+            self._tags.pop(local, None)
         if w.outcome in (None, "cancelled"):
             return None
         return JobResult(spec.session, spec.job, self.host, local, w.outcome, w.proof_hex,
