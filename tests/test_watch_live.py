@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -22,9 +23,13 @@ from engine.stream.fold import Fold
 from engine.stream.tap import Tap
 
 
-def _scrape(url: str) -> dict[str, dict[tuple, float]]:
+def _text(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
+        return r.read().decode()
+
+
+def _scrape(url: str) -> dict[str, dict[tuple, float]]:
+    text = _text(url)
     out: dict[str, dict[tuple, float]] = {}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
@@ -77,6 +82,7 @@ def test_scrapes_during_a_run_parse_and_end_equal_to_the_session(params: Path) -
         stop.set()
         th.join(timeout=10)
         final = _scrape(server.url)
+        final_text = _text(server.url)
     finally:
         stop.set()
         server.close()
@@ -100,6 +106,10 @@ def test_scrapes_during_a_run_parse_and_end_equal_to_the_session(params: Path) -
     assert all(v == 0 for v in final["sealtop_partitions"].values())
     # No NVML on the CPU backend: GPU gauges are absent, not zero.
     assert not any(k.startswith("sealtop_gpu_") for k in final)
+    if shutil.which("promtool"):  # Prometheus's own linter, on the live scrape too
+        res = subprocess.run(["promtool", "check", "metrics"], input=final_text, text=True,
+                             capture_output=True, timeout=60)
+        assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_run_with_metrics_serves_them_and_offers_its_socket(params: Path, tmp_path: Path) -> None:
