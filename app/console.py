@@ -96,7 +96,7 @@ class SealtopApp(App):
         Binding("q", "quit", "Quit", id="quit"),
         Binding("question_mark", "help", "Help", id="help"),
         Binding("f1", "help", "Help", show=False, id="help-f1"),
-        Binding("t", "next_theme", "Theme", id="theme"),
+        Binding("t", "next_theme", "Theme", show=False, tooltip="Next theme", id="theme"),
         Binding("r", "refresh_rate", "Refresh interval", show=False, id="refresh-rate"),
     ]
 

@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from app import history as _history
 from engine.stream.fold import (
     ABC_BYTES_PER_CONSTRAINT,
     Fold,
@@ -111,6 +112,8 @@ class DashboardState:
     proc_hist: dict[str, deque] = field(default_factory=dict)  # role/pid label -> history
     throughput_hist: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
     log: deque = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    # the last hour and more per host (app/history.py), keyed by the events' host field
+    history: dict[str, _history.HostHistory] = field(default_factory=dict)
 
     # ---- the fold's records and counts ---------------------------------------------------
 
@@ -386,6 +389,7 @@ def _job_submitted(state: DashboardState, ev: Event, t: float) -> None:
 def _stage(state: DashboardState, ev: Event, t: float) -> None:
     ch = state.fold.apply(ev)
     assert isinstance(ch, StageChange)
+    _history.on_stage(state.history, ev)
     job, p = ch.job, ch.part
     if ch.retried:
         _log(state, t, "warn", f"job {job.job} p{p.index} retried (attempt {p.attempts})")
@@ -403,6 +407,7 @@ def _partition_timings(state: DashboardState, ev: Event, t: float) -> None:
 
 def _proof_done(state: DashboardState, ev: Event, t: float) -> None:
     job = state.fold.apply(ev)
+    _history.on_proof_done(state.history, ev, t)
     assert isinstance(job, JobRecord)
     if job.verified:
         _log(state, t, "info", f"job {job.job} proved ✓ in {fmt_s(job.total_ms)}")
@@ -424,6 +429,7 @@ def _console(state: DashboardState, ev: Event, t: float) -> None:
 
 
 def _sample(state: DashboardState, ev: Event, t: float) -> None:
+    _history.on_sample(state.history, ev, t)
     procs = list(ev.get("processes") or [])
     state.processes = procs
     state.shm_bytes = int(ev.get("shm_bytes") or 0)

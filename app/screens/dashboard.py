@@ -53,6 +53,8 @@ class DashboardScreen(Screen):
         Binding("o", "sort_next", "Sort", tooltip="Sort by the next column", id="sort-next"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="sort-reverse"),
         Binding("enter", "detail", "Detail", tooltip="Proof detail", id="detail"),
+        Binding("h", "history", "History", tooltip="History: the last hour as graphs, per host",
+                id="history"),
         # live tuning
         Binding("w", "app.knob('partition_workers', -1)", "Workers −1", show=False, id="workers-down"),
         Binding("W", "app.knob('partition_workers', 1)", "Workers+", tooltip="Workers +1", id="workers-up"),
@@ -206,6 +208,11 @@ class DashboardScreen(Screen):
 
     def on_proofs_table_row_chosen(self, event: ProofsTable.RowChosen) -> None:
         self.app.open_detail(event.job)
+
+    def action_history(self) -> None:
+        from app.screens.history import HistoryScreen
+
+        self.app.push_screen(HistoryScreen())
 
     def action_detail(self) -> None:
         job = self.query_one(ProofsTable).selected_job()
