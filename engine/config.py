@@ -4,7 +4,7 @@ A config has four tables (every key optional; the defaults suit a CPU-only lapto
 
     [engine]     backend, devices, partition_workers, gpu_channel_capacity,
                  gpu_slots_per_device, memory_budget, permit_release, dealloc, b_g2,
-                 stall_after_s, stall_action
+                 abc_eval, stall_after_s, stall_action
     [paths]      param_cache, session_dir, damaged_key
     [telemetry]  sample_interval_s
     [jobs]       preset, partitions, seed
@@ -38,6 +38,7 @@ BACKENDS = ("auto", "cpu", "cuda")
 PERMIT_RELEASE = ("delivered", "synthesized")
 DEALLOC = ("async", "sync")
 B_G2 = ("auto", "cpu", "gpu")  # auto: where the MSMs run (on an H200, GPU B2 is 18 ms at 2^20)
+ABC_EVAL = ("cpu", "gpu")  # where a = A·z, b = B·z, c = C·z are evaluated (gpu: only z is sent)
 STALL_ACTIONS = ("report", "retry")  # retry: kill the stalled worker, the partition runs elsewhere
 DAMAGED_KEY = ("refuse", "regenerate")  # a cached key that fails its checksum
 NEEDS = ("any", "cpu", "cuda")  # which farm hosts a job may run on
@@ -105,6 +106,7 @@ class EngineConfig:
     permit_release: str = "delivered"
     dealloc: str = "async"
     b_g2: str = "auto"
+    abc_eval: str = "cpu"
     # a partition whose worker's CPU time has not moved for this long (or that is stopped) is
     # reported as stalled; 0 turns the check off
     stall_after_s: float = 120.0
@@ -148,6 +150,7 @@ _LAYOUT: dict[str, tuple[str, ...]] = {
         "permit_release",
         "dealloc",
         "b_g2",
+        "abc_eval",
         "stall_after_s",
         "stall_action",
     ),
@@ -234,6 +237,7 @@ _CHECKS: dict[str, Any] = {
     "permit_release": _choice(PERMIT_RELEASE),
     "dealloc": _choice(DEALLOC),
     "b_g2": _choice(B_G2),
+    "abc_eval": _choice(ABC_EVAL),
     "stall_after_s": _seconds(1, 86400, off=True),
     "stall_action": _choice(STALL_ACTIONS),
     "param_cache": _str,

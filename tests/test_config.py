@@ -34,6 +34,13 @@ def test_b_g2_choices(choice):
     assert parse_config(f'[engine]\nb_g2 = "{choice}"\n').b_g2 == choice
 
 
+def test_abc_eval_defaults_to_cpu_and_takes_gpu():
+    assert parse_config("").abc_eval == "cpu"
+    assert parse_config('[engine]\nabc_eval = "gpu"\n').abc_eval == "gpu"
+    with pytest.raises(ConfigError, match=r"^f.toml:2: engine.abc_eval: must be one of cpu, gpu, got 'both'$"):
+        parse_config('[engine]\nabc_eval = "both"\n', "f.toml")
+
+
 def test_full_file_round_trip():
     cfg = parse_config(
         """
@@ -193,7 +200,7 @@ _INTS = {"partition_workers": (1, 256), "gpu_channel_capacity": (1, 256),
          "gpu_slots_per_device": (1, 16), "partitions": (1, 1024), "seed": (0, 2**63 - 1),
          "host_slots": (0, 4096)}
 _CHOICES = {"backend": ("auto", "cpu", "cuda"), "permit_release": ("delivered", "synthesized"),
-            "dealloc": ("async", "sync"), "b_g2": ("auto", "cpu", "gpu"),
+            "dealloc": ("async", "sync"), "b_g2": ("auto", "cpu", "gpu"), "abc_eval": ("cpu", "gpu"),
             "stall_action": ("report", "retry"), "damaged_key": ("refuse", "regenerate"),
             "needs": ("any", "cpu", "cuda")}
 _SECONDS = {"sample_interval_s": (0.01, 3600), "stall_after_s": (1, 86400)}
