@@ -185,7 +185,7 @@ def test_two_hosts_prove_and_the_merged_session_replays(farm, tmp_path):
     assert events[0]["kind"] == "session_start"
     assert events[0]["config"]["backend_in_use"] == "farm" and events[0]["gpus"] == []
     hosts = [e for e in events if e["kind"] == "host"]
-    assert {h["host"] for h in hosts if h["state"] == "joined"} == {"hA", "hB"}
+    assert [(h["host"], h["state"]) for h in hosts] == [("hA", "joined"), ("hB", "joined")], hosts
     assert all(h["session_start"]["config"]["backend_in_use"] == "cpu" for h in hosts)
     assert [(check_event(e), e) for e in events if check_event(e)] == []
     assert [e for e in events[1:] if not isinstance(e.get("host"), str)] == []
@@ -268,7 +268,8 @@ def test_a_late_host_takes_work(farm, tmp_path, capsys):
     late.wait_for("joined", START_S)
     out, rec = tmp_path / "farm.json", tmp_path / "farm.jsonl"
     code = main(["bench", "pipeline", "--cluster", farm["addr"], "--preset", PRESET, "--jobs", "4",
-                 "--set", f"partitions={PARTS}", "--json", str(out), "--record", str(rec)])
+                 "--set", f"partitions={PARTS}", "--set", "needs=cpu",  # placed by resource
+                 "--json", str(out), "--record", str(rec)])
     assert code == 0, capsys.readouterr().err
     report = json.loads(out.read_text())
     assert report["jobs_verified"] == 4 and report["exit_code"] == 0
@@ -278,6 +279,14 @@ def test_a_late_host_takes_work(farm, tmp_path, capsys):
     events = read_recording(rec).events
     assert {e["host"] for e in events if e["kind"] == "host"} == {"hB", "hC"}
     assert "farm overhead per job" in capsys.readouterr().out
+
+
+def test_jobs_no_host_can_take_are_one_line_not_a_hang(farm, capsys):
+    cfg = EngineConfig(**{**farm["cfg"].to_dict(), "needs": "cuda"})
+    code, events, _ = run_farm(cfg, 1, farm["addr"], progress=None)
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no host of the farm takes jobs that need cuda" in err[0], err
 
 
 def test_no_scheduler_is_one_line(monkeypatch, capsys):

@@ -135,6 +135,13 @@ class Farm:
         with self._lock:
             return sorted(self._known.values())
 
+    def resources(self) -> dict[str, dict[str, float]]:
+        """host -> the Dask resources it offers (slots, <backend>_slots), hosts present now."""
+        with self._lock:
+            if self._merge is None:
+                return {}
+            return {h.name: dict(h.resources) for h in self._merge.hosts.values() if h.present}
+
     def submit(self, preset: str, partitions: int, seed: int) -> int:
         """Send one job to the farm; returns its id in this session's stream."""
         from engine.cluster.hostengine import prove_job

@@ -56,6 +56,12 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
     signals.on_again(farm.hurry)
     try:
         farm.start()
+        needs = getattr(cfg, "needs", "any")
+        offered = farm.resources()
+        if needs != "any" and not any(r.get(f"{needs}_slots") for r in offered.values()):
+            hosts = ", ".join(sorted(offered)) or "none"
+            raise ClusterError(f"no host of the farm takes jobs that need {needs} "
+                               f"(hosts: {hosts}); Dask would hold them until one joins")
         if progress is not None:
             print(f"farm at {address}: {len(farm.hosts())} host(s) {', '.join(farm.hosts())}; "
                   f"{jobs} job(s) of {cfg.preset} x {cfg.partitions} partitions",
