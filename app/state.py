@@ -38,7 +38,7 @@ PartitionState = PartitionRecord
 JobState = JobRecord
 
 # Other config values worth showing beside them when present.
-SHOWN_CONFIG = ("gpu_slots_per_device", "permit_release", "dealloc", "backend", "preset")
+SHOWN_CONFIG = ("gpu_slots_per_device", "permit_release", "dealloc", "abc_eval", "backend", "preset")
 # Accepted spellings of the memory budget in a config.
 BUDGET_KEYS = ("memory_budget", "memory_budget_bytes")
 
