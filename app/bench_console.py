@@ -1,6 +1,7 @@
 """Console benchmark (not a test): input-to-render latency and the console's CPU use.
 
     python -m app.bench_console [--seconds 30] [--mode engine|replay] [--refresh 1] [--no-keys]
+        [--size 160x48]
 
 - engine: the embedded engine (CPU backend, `tiny` preset) kept at full load: the console keeps
   2 × partition_workers jobs in flight for the whole run.
@@ -61,7 +62,7 @@ async def _run(args: argparse.Namespace) -> dict:
         app = SealtopApp("live", engine_factory=make_factory(config), config=config,
                          refresh=args.refresh, autofeed=2 * config.partition_workers)
     latencies: list[float] = []
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=args.size) as pilot:
         if args.mode == "engine":
             t0 = time.monotonic()
             while app.state.proofs_done < 1 and time.monotonic() - t0 < 600:
@@ -148,7 +149,16 @@ def main() -> None:
     p.add_argument("--config", help="engine config (engine mode)")
     p.add_argument("--session", help="session file (replay mode; default: the test fixture)")
     p.add_argument("--no-keys", action="store_true", help="measure CPU only, pressing nothing")
-    result = asyncio.run(_run(p.parse_args()))
+    p.add_argument("--size", default="160x48", help="terminal size WxH (default 160x48)")
+    args = p.parse_args()
+    try:
+        w, h = (int(x) for x in args.size.lower().split("x"))
+        if w < 20 or h < 10:
+            raise ValueError
+    except ValueError:
+        raise SystemExit(f"sealtop: --size {args.size!r}: give WxH, at least 20x10 (e.g. 80x24)")
+    args.size = (w, h)
+    result = {"size": f"{w}x{h}", **asyncio.run(_run(args))}
     width = max(len(k) for k in result)
     for k, v in result.items():
         print(f"{k:<{width}}  {v}")
