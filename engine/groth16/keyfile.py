@@ -323,3 +323,48 @@ def load_proving_key(path: str | os.PathLike, verify_checksum: bool = True, veri
     )
     pk.check()
     return pk
+
+
+# ---------------------------------------------------------------------------- room on the disk
+
+ROOM_MARGIN_FRACTION = 0.02  # free space to leave beyond the key: 2% of it plus ROOM_MARGIN_BYTES
+ROOM_MARGIN_BYTES = 256 * 2**20
+
+
+class KeyRoomError(KeyFileError):
+    """The key cannot be stored: its folder has less free space than the key and a margin."""
+
+
+def key_file_size(num_inputs: int, num_aux: int, num_constraints: int) -> int:
+    """Bytes of the key file of a circuit of this shape (the header and every aligned section),
+    computed from the shape alone, before setup makes any point."""
+    from engine.groth16.qap import domain_log
+
+    nv = num_inputs + num_aux
+    rows = {k: 1 for k in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1", "delta_g2")}
+    rows |= {"ic": num_inputs, "a": nv, "b_g1": nv, "b_g2": nv, "l": num_aux,
+             "h": (1 << domain_log(num_constraints)) - 1}
+    off = HEADER_SIZE
+    for name, cols in SECTIONS.items():
+        off = _align(off + rows[name] * cols * 8)
+    return off
+
+
+def room_needed(key_bytes: int) -> int:
+    """Free bytes a key of ``key_bytes`` needs: itself plus the margin."""
+    return key_bytes + int(key_bytes * ROOM_MARGIN_FRACTION) + ROOM_MARGIN_BYTES
+
+
+def check_room(directory: str | os.PathLike, key_bytes: int, what: str, device_key: str) -> None:
+    """Raise KeyRoomError (one line: free vs needed bytes, and ``device_key``, what to do
+    instead) unless ``directory`` has room for a key of ``key_bytes`` and the margin. The probe is
+    shutil.disk_usage, so it sees what the filesystem reports to this user."""
+    import shutil
+
+    need = room_needed(key_bytes)
+    free = shutil.disk_usage(directory).free
+    if free < need:
+        raise KeyRoomError(
+            f"the proving key of {what} cannot be stored in {directory}: {key_bytes} bytes "
+            f"({need} with the margin) needed, {free} free; {device_key}"
+        )

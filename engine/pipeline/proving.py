@@ -110,11 +110,27 @@ def _setup(circuit: Any, path: Path, backend_name: str,
     from engine.groth16.vkey import verifying_key
     from kernels.backend import get_backend
 
+    _check_room(circuit, path, backend_name)
     if progress is not None:
         progress(f"no proving key for {circuit.name} in {path.parent}: running setup")
     made = setup(circuit.r1cs, SETUP_SEED, get_backend(backend_name), progress)
     save_proving_key(made, path)
     return verifying_key(load_proving_key(path))
+
+
+def _check_room(circuit: Any, path: Path, backend_name: str) -> None:
+    """Refuse (KeyRoomError, one line: free vs needed bytes) before setup when the cache's disk
+    cannot hold the key; at porep-32g the key is ~75 GB and the H200 machine's disk 64 GiB."""
+    from engine.groth16.keyfile import check_room, key_file_size
+
+    r = circuit.r1cs
+    size = key_file_size(r.num_inputs, r.num_aux, r.num_constraints)
+    if backend_name == "cuda":
+        instead = "generating it straight into GPU memory (a device-resident key) is not built yet"
+    else:
+        instead = ('a key that does not fit the disk must be device-resident, generated in GPU '
+                   'memory (backend = "cuda"; not built yet)')
+    check_room(path.parent, size, circuit.name, instead)
 
 
 @contextmanager
