@@ -100,17 +100,25 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
 
 
 def overhead_ms(farm: Any) -> dict[str, float | None]:
-    """The farm's per-job overhead, mean over jobs in ms: submission -> the host's first
-    synthesis, and the host's task end -> the result at the client (wall clocks; on one
-    machine exact, across machines within their clock skew)."""
-    first, back = [], []
+    """The farm's per-job overhead in ms, over jobs: submission -> the host's task began
+    (Dask's placement and transfer; includes waiting for a free slot when every slot was busy,
+    so the minimum is the overhead of a job that found one), -> the host's first synthesis,
+    and the host's task end -> the result at the client. Wall clocks: exact on one machine,
+    within the clocks' skew across machines."""
+    first, to_host, back = [], [], []
     for t in (farm.timings.values() if farm is not None else []):
         if t.first_synthesis is not None:
             first.append((t.first_synthesis - t.submitted) * 1000.0)
+        if t.received is not None:
+            to_host.append((t.received - t.submitted) * 1000.0)
         if t.collected is not None and t.host_done is not None:
             back.append((t.collected - t.host_done) * 1000.0)
     mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
-    return {"submit_to_first_synthesis_ms": mean(first), "proof_back_ms": mean(back)}
+    return {"submit_to_first_synthesis_ms": mean(first),
+            "submit_to_first_synthesis_min_ms": min(first) if first else None,
+            "submit_to_host_ms": mean(to_host),
+            "submit_to_host_min_ms": min(to_host) if to_host else None,
+            "proof_back_ms": mean(back), "proof_back_min_ms": min(back) if back else None}
 
 
 def run_cluster(config_path: str | None, address: str | None, jobs: int,
@@ -143,10 +151,13 @@ def _print_hosts(events: list[dict], farm: Any) -> None:
         print("proofs per host: " + ", ".join(f"{h} {n}" for h, n in sorted(per.items())))
     o = overhead_ms(farm)
     if o["submit_to_first_synthesis_ms"] is not None:
-        back = o["proof_back_ms"]
-        print(f"farm overhead per job: submission -> first synthesis "
-              f"{o['submit_to_first_synthesis_ms']:.1f} ms, proof back "
-              + (f"{back:.1f} ms" if back is not None else "-"))
+        def ms(key: str) -> str:
+            v, lo = o[key], o[key.replace("_ms", "_min_ms")]
+            return "-" if v is None else f"{v:.1f} ms (min {lo:.1f})"
+
+        print(f"farm overhead per job (mean, min): submission -> host {ms('submit_to_host_ms')}, "
+              f"-> first synthesis {ms('submit_to_first_synthesis_ms')}, proof back "
+              f"{ms('proof_back_ms')}")
 
 
 def bench_cluster(preset: str, jobs: int, json_out: str | None, config_path: str | None,
