@@ -1,0 +1,75 @@
+"""Device evaluation of sparse Fr matrix-vector products from a compact resident form.
+
+The arrays are the ones engine/groth16/compact.py builds and documents (``CompactR1CS.arrays()``
+and ``CompactWitness.arrays()``): per matrix uint32 row pointers, int32 columns and uint16
+coefficient indices into one shared table (entries 0 and 1 are +1 and -1); the vector as a value
+bitmap, a "general" bitmap and the general entries' indices and values. This module knows
+nothing of circuits: it uploads arrays by name and runs the kernels of abc/abc_eval.cu.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernels.cuda.module import kernel
+from kernels.cuda.stream import cupy_module as _cp
+
+BLOCK = 256
+MATRIX_KEYS = ("rowptr", "cols", "cidx")
+_DTYPES = {"rowptr": np.uint32, "cols": np.int32, "cidx": np.uint16, "coefs": np.uint64,
+           "bits": np.uint8, "general": np.uint8, "gidx": np.int32, "gval": np.uint64}
+
+
+def _grid(n: int) -> tuple[int]:
+    return (max(1, (n + BLOCK - 1) // BLOCK),)
+
+
+def upload(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Device copies of the named arrays, each checked for the dtype the kernels read
+    (ValueError, one line, on a wrong one)."""
+    for name, a in arrays.items():
+        want = _DTYPES.get(name.rsplit("_", 1)[-1])
+        if want is None:
+            raise ValueError(f"unknown compact array {name!r}")
+        if a.dtype != want:
+            raise ValueError(f"compact array {name} must be {np.dtype(want).name}, got {a.dtype}")
+    cp = _cp()
+    return {name: cp.asarray(np.ascontiguousarray(a)) for name, a in arrays.items()}
+
+
+def expand(w: dict[str, Any], n: int) -> Any:
+    """The full vector z (device uint64[n, 4]) from its bitmaps and general entries."""
+    cp = _cp()
+    z = cp.empty((n, 4), dtype=cp.uint64)
+    kernel("abc", "abc_expand")(_grid(n), (BLOCK,), (w["bits"], z, np.uint64(n)))
+    g = int(w["gidx"].shape[0])
+    if g:
+        kernel("abc", "abc_scatter")(_grid(g), (BLOCK,), (w["gidx"], w["gval"], z, np.uint64(g)))
+    return z
+
+
+def matvec(m: dict[str, Any], prefix: str, coefs: Any, w: dict[str, Any], z: Any, out: Any | None = None) -> Any:
+    """M · z for the matrix whose arrays are ``{prefix}_rowptr``, ``_cols``, ``_cidx`` in ``m``;
+    ``out`` may be a contiguous device view (e.g. rows of the zero-padded H input)."""
+    cp = _cp()
+    rows = int(m[f"{prefix}_rowptr"].shape[0]) - 1
+    if out is None:
+        out = cp.empty((rows, 4), dtype=cp.uint64)
+    if out.shape != (rows, 4) or not out.flags.c_contiguous:
+        raise ValueError(f"output must be a contiguous uint64[{rows}, 4] device array")
+    kernel("abc", "abc_rows")(
+        _grid(rows), (BLOCK,),
+        (m[f"{prefix}_rowptr"], m[f"{prefix}_cols"], m[f"{prefix}_cidx"], coefs,
+         w["bits"], w["general"], z, out, np.uint64(rows)),
+    )
+    return out
+
+
+def evaluate(m: dict[str, Any], w: dict[str, Any], n: int) -> tuple[Any, Any, Any, Any]:
+    """(z, a, b, c) on the device from uploaded compact matrices ``m`` (keys a_*, b_*, c_*,
+    coefs) and an uploaded compact witness ``w`` of n entries."""
+    z = expand(w, n)
+    a, b, c = (matvec(m, p, m["coefs"], w, z) for p in "abc")
+    return z, a, b, c
