@@ -454,7 +454,7 @@ def test_key_load_happens_before_the_first_wrapper(params):
     assert loaded[0][0] <= first_gpu
     timings = [e for e in evs if e["kind"] == "partition_timings"]
     assert len(timings) == 2
-    assert all(e["ms"]["gpu_wrapper"] < delay * 1000 / 2 for e in timings)
+    assert all(e["ms"]["gpu_wrapper"] < delay * 1000 / 2 for e in timings), [e["ms"] for e in timings]
 
 
 def test_key_load_failure_fails_the_job_with_the_reason(params):
