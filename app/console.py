@@ -591,7 +591,9 @@ class SealtopApp(App):
             return
         from app.configsave import ConfigSaveError, save_knobs
 
-        path = self.config_path or "sealtop.toml"
+        from app.main import DEFAULT_CONFIG
+
+        path = self.config_path or DEFAULT_CONFIG  # a plain `sealtop` reads it next time
         try:
             changed = save_knobs(path, self.state.knobs)
         except ConfigSaveError as exc:

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 CONSOLE_VERBS = ("replay", "compare", "attach", "serve")
 EPILOG = (
-    "headless verbs (see `sealtop VERB --help`): setup, prove, verify, export, run, bench, "
-    "replay FILE --summary"
+    "console verbs: replay FILE, compare A B, attach, serve; headless verbs (see `sealtop VERB "
+    "--help`): setup, prove, verify, export, run, bench, cluster, replay FILE --summary"
 )
 
 
 REFRESH_RANGE_S = (0.05, 60.0)
+# The config a plain `sealtop` reads when it is in the current folder, and the file ctrl+s
+# writes when the console was started without --config: so saved knobs are used next time.
+DEFAULT_CONFIG = "sealtop.toml"
 
 
 def refresh_seconds(text: str) -> float:
@@ -40,7 +44,9 @@ class _OneLineParser(argparse.ArgumentParser):
     """Bad console arguments: one line and exit 2, like the headless verbs."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        verb = self.prog.removeprefix("sealtop").strip()
+        where = f"{verb}: " if verb else ""
+        print(f"sealtop: {where}{message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -158,6 +164,8 @@ def build_app(argv: list[str]):
             raise ValueError(str(exc)) from None
         return SealtopApp("compare", sessions=(sa, sb), theme=a.theme)
     a = _parser().parse_args(argv)
+    if not a.config and Path(DEFAULT_CONFIG).is_file():
+        a.config = DEFAULT_CONFIG  # where ctrl+s saved the knobs without --config
     from app.live import EngineUnavailable, find_engine_class, load_config, make_factory
     from engine.watchers import Watch
 

@@ -115,3 +115,26 @@ async def test_readonly_footer_hides_tuning_keys():
         keys = set(app.screen.active_bindings)
         assert not keys & {"W", "p", "n", "ctrl+s"}
         assert {"q", "slash", "o"} <= keys
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["--refresh", "x"], ["compare"],
+                                  ["--theme", "high-contrast"]])
+def test_console_usage_errors_are_one_sealtop_line(argv, capsys):
+    from app.main import build_app
+
+    with pytest.raises(SystemExit) as exc:
+        build_app(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sealtop: ") and "error:" not in err
+
+
+def test_plain_sealtop_reads_the_config_ctrl_s_saved(tmp_path, monkeypatch):
+    from app.main import DEFAULT_CONFIG, build_app
+
+    monkeypatch.chdir(tmp_path)
+    assert build_app([]).config_path is None
+    (tmp_path / DEFAULT_CONFIG).write_text("[engine]\npartition_workers = 3\n")
+    app = build_app([])
+    assert app.config_path == DEFAULT_CONFIG
+    assert app.config.partition_workers == 3
