@@ -510,11 +510,9 @@ class SealtopApp(App):
         cur = self.state.knobs.get(name)
         if name == "memory_budget":
             b = budget_bytes(cur)
-            if b is None:  # unlimited: start from the current use, rounded up
-                if direction > 0:
-                    self.notify("memory budget is unlimited", severity="warning")
-                    return
+            if b is None:  # unlimited: either key sets a budget just above the current use
                 b = (self.state.mem_total // GiB + 2) * GiB
+                direction = min(direction, 0)
             new = max(GiB, (b // GiB + direction) * GiB)
         else:
             new = max(1, int(cur or 1) + direction)

@@ -138,3 +138,21 @@ def test_plain_sealtop_reads_the_config_ctrl_s_saved(tmp_path, monkeypatch):
     app = build_app([])
     assert app.config_path == DEFAULT_CONFIG
     assert app.config.partition_workers == 3
+
+
+async def test_M_sets_a_budget_from_unlimited():
+    eng = FakeEngine()
+    eng.knobs["memory_budget"] = None
+    app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.engine is not None and app.state.started:
+                break
+        assert app.state.memory_budget is None
+        await pilot.press("M")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if eng.knobs["memory_budget"]:
+                break
+        assert eng.knobs["memory_budget"] == (app.state.mem_total // 2**30 + 2) * 2**30
