@@ -68,7 +68,8 @@ async def test_hosts_view_rows_and_layout(tmp_path):
         # layout: the farm line on top, the table below it, both the full width, on screen
         assert title.region.y < table.region.y
         assert title.region.width == SIZE[0] and table.region.width == SIZE[0]
-        assert table.region.bottom <= SIZE[1]
+        keys = screen.query_one("#hosts-keys")
+        assert table.region.bottom <= keys.region.y < SIZE[1]  # the key line under the table
         body = _text(table)
         lines = [ln for ln in body.splitlines() if "hA" in ln or "hB" in ln]
         assert len(lines) == 2  # one row per host

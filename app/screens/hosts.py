@@ -12,7 +12,7 @@ from typing import Any, Callable
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from app.widgets.hosts import farm_line, hosts_table
 from engine.cluster.hosts import HostsState
@@ -50,7 +50,8 @@ class HostsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(id="hosts-title")
         yield Static(id="hosts-table", classes="panel")
-        yield Footer()
+        # its own keys in one line rather than the footer, whose global keys are not this view's
+        yield Static(" ↑/↓ choose a host   esc back   ? every key", id="hosts-keys")
 
     def on_mount(self) -> None:
         self.query_one("#hosts-table").border_title = "hosts"
