@@ -87,3 +87,19 @@ def test_a_stop_signal_closes_a_scheduler_cleanly(tmp_path):
     time.sleep(0.2)
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
+
+
+def test_a_pinned_worker_sizes_numba_to_its_cores(monkeypatch):
+    import os
+
+    from engine.cluster import serve
+
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert serve.pin_threads() == 4 and os.environ["NUMBA_NUM_THREADS"] == "4"
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "2")  # an operator's own setting stays
+    assert serve.pin_threads() == 4 and os.environ["NUMBA_NUM_THREADS"] == "2"
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert serve.pin_threads() is None and "NUMBA_NUM_THREADS" not in os.environ

@@ -65,6 +65,21 @@ def _on_signals(loop: asyncio.AbstractEventLoop, first: Callable[[], None],
             loop.add_signal_handler(s, handler, s)
 
 
+def pin_threads() -> int | None:
+    """A worker pinned to some cores (taskset, cgroups cpusets) sizes numba's thread pool to
+    them: the Engine's processes share os.cpu_count(), which counts every core of the machine.
+    Sets NUMBA_NUM_THREADS (inherited by the Engine's spawned processes, which cap their
+    threads at it) unless already set; returns the cores, or None when not pinned."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if cores >= (os.cpu_count() or cores):
+        return None
+    os.environ.setdefault("NUMBA_NUM_THREADS", str(cores))
+    return cores
+
+
 def backend_of(cfg: EngineConfig) -> str:
     """The backend the host's Engine will use (as Engine picks it)."""
     if cfg.backend in ("cpu", "cuda"):
@@ -107,6 +122,7 @@ def run_worker(scheduler: str, cfg: EngineConfig, name: str | None = None,
     from engine.cluster.hostengine import HostEngine
 
     dask.config.set({"distributed.worker.daemon": False})
+    pinned = pin_threads()
     backend = backend_of(cfg)
     slots = host_slots(cfg.partition_workers, cfg.gpu_channel_capacity, cfg.host_slots)
     host = name or socket.gethostname()
@@ -144,7 +160,8 @@ def run_worker(scheduler: str, cfg: EngineConfig, name: str | None = None,
             if isinstance(cause, (OSError, TimeoutError)):
                 raise ClusterError(f"no scheduler at {scheduler} ({_why(cause)})") from None
             raise ClusterError(f"worker {host} did not start: {_why(cause)}") from None
-        print(f"worker {host} joined {scheduler}: {slots} slot(s), backend {backend}",
+        cores = f", pinned to {pinned} core(s)" if pinned else ""
+        print(f"worker {host} joined {scheduler}: {slots} slot(s), backend {backend}{cores}",
               file=out, flush=True)
         await worker.finished()
         plugin.stop()  # already stopped by the worker's close; a no-op then
