@@ -21,6 +21,7 @@ app/replay.py, the state in app/state.py.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable, Iterable
 
@@ -54,6 +55,14 @@ class EngineEvents(Message):
     def __init__(self, events: list[dict]) -> None:
         super().__init__()
         self.events = events
+
+
+class FirstRunProgress(Message):
+    """A tick of the first-run compile in its child process (app/firstrun.py)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
 class EngineStatus(Message):
@@ -117,6 +126,7 @@ class SealtopApp(App):
         autofeed: int = 0,
         unavailable: str = "",
         watch: Any = None,
+        compile_first: bool = False,
     ) -> None:
         """``watch`` (engine.watchers.Watch): serve /metrics and offer the attach socket while
         the embedded engine runs."""
@@ -141,6 +151,10 @@ class SealtopApp(App):
         self._submitting = 0
         self._stream: LiveStream | None = None  # the live source, while the engine runs
         self.watch = watch
+        # compile a fresh install's kernels in a child process before building the engine
+        self.compile_first = compile_first
+        self._first_run_stop = threading.Event()
+        self._t_start = time.monotonic()  # the header's clock runs from here until events do
         self._watchers: Any = None  # engine.watchers.Watchers, while the engine runs
         self.session = session
         self.sessions = sessions
@@ -225,6 +239,7 @@ class SealtopApp(App):
         self._shutdown_engine()
 
     def _shutdown_engine(self) -> None:
+        self._first_run_stop.set()
         eng, self.engine = self.engine, None
         self.workers.cancel_group(self, "engine")
         if eng is not None:
@@ -246,6 +261,8 @@ class SealtopApp(App):
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def run_engine(self) -> None:
         """Build the engine, put the live source on its stream (recorder, bridge), start it."""
+        if self.compile_first:
+            self._compile_in_child()
         try:
             engine = self.engine_factory()  # type: ignore[misc]
             if hasattr(engine, "progress"):  # first-run compilation and key setup, line by line
@@ -257,7 +274,7 @@ class SealtopApp(App):
             return
         watchers = None
         if self.watch is not None:
-            from engine.exporter import AddressError
+            from engine.watchers import AddressError
             from engine.watchers import start_watchers
 
             try:
@@ -279,6 +296,38 @@ class SealtopApp(App):
         for line in watchers.lines if watchers is not None else []:
             stream.say("info", line)  # after start: the session's first line is session_start
         self.post_message(EngineStatus("engine started", engine=engine, state="running"))
+
+    def _compile_in_child(self) -> None:
+        """On a fresh install, compile the kernels in a child process (the GIL stays free, so
+        the console keeps drawing), with a progress line each tick; the engine then finds the
+        cache warm. Each step's line is also a log line."""
+        try:
+            from engine.warmup import is_warm
+
+            if is_warm():
+                return
+        except Exception:  # noqa: BLE001 - the engine compiles in-process, as before
+            return
+        from app.firstrun import compile_in_child
+
+        said = [""]
+
+        def report(p) -> None:
+            self.post_message(FirstRunProgress(p.text()))
+            if p.line and p.line != said[0]:
+                said[0] = p.line
+                self.post_message(EngineStatus(p.line, "info", state="preparing"))
+
+        p = compile_in_child(report, stop=self._first_run_stop)
+        if p.failed:
+            self.post_message(EngineStatus(f"first-run compile in a child failed ({p.failed}); "
+                                           "the engine compiles it itself", "warn"))
+
+    @on(FirstRunProgress)
+    def _on_first_run(self, message: FirstRunProgress) -> None:
+        if not self._live.started:
+            self.notice = message.text
+            self._dirty = True
 
     @work(thread=True, group="engine-stop", exit_on_error=False)
     def stop_engine(self, drain: bool = True) -> None:
@@ -332,6 +381,8 @@ class SealtopApp(App):
     # ---- refresh --------------------------------------------------------------------------
 
     def _on_refresh(self) -> None:
+        if self.mode == "live" and not self._live.started:
+            self._dirty = True  # the header's clock runs while the engine prepares
         if self.mode == "live" and self.autofeed:
             self._feed()
         self.render_views()
@@ -358,6 +409,7 @@ class SealtopApp(App):
             readonly=self.readonly or self.mode != "live",
             refresh=self.refresh_s,
             replay=replay,
+            uptime=time.monotonic() - self._t_start,
             notice=self.notice,
         )
 

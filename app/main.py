@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _metrics_address(text: str):
-    from engine.exporter import AddressError, parse_address
+    from engine.watchers import AddressError, parse_address
 
     try:
         return parse_address(text)
@@ -193,7 +193,7 @@ def build_app(argv: list[str]):
         "live", engine_factory=factory, config=config, config_path=a.config,
         readonly=a.readonly, record=a.record, refresh=a.refresh, theme=a.theme,
         autofeed=0 if a.no_autosubmit else 2, unavailable=unavailable,
-        watch=Watch(metrics=a.metrics, attach=not a.no_attach),
+        watch=Watch(metrics=a.metrics, attach=not a.no_attach), compile_first=factory is not None,
     )
 
 

@@ -460,7 +460,7 @@ def _add_watch_args(p: argparse.ArgumentParser) -> None:
 
 
 def _watch(args: argparse.Namespace):
-    from engine.exporter import AddressError, parse_address
+    from engine.watchers import AddressError, parse_address
     from engine.watchers import Watch
 
     try:

@@ -12,10 +12,8 @@ that NVML could not give (``None`` in the sample) is absent from the scrape, nev
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +24,7 @@ from prometheus_client.exposition import start_http_server
 
 from engine.stream.fold import Fold, JobRecord, StageChange
 from engine.stream.schema import CANCELLED, FAILED, KERNEL_GROUPS, STAGES
+from engine.watchers import Address, AddressError
 
 prometheus_client.disable_created_metrics()
 
@@ -268,34 +267,6 @@ _HANDLERS: dict[str, Callable[[Exporter, dict[str, Any], object], None]] = {
     "knob": Exporter._knob,
     "error": Exporter._error,
 }
-
-
-class AddressError(ValueError):
-    """A ``--metrics`` address that cannot be bound."""
-
-
-@dataclass(frozen=True)
-class Address:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-_ADDR = re.compile(r"^(?:(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]*):)?(?P<port>[0-9]+)$")
-
-
-def parse_address(text: str, default_host: str = "127.0.0.1") -> Address:
-    """``HOST:PORT``, ``:PORT`` or ``PORT``; a missing host binds loopback only."""
-    m = _ADDR.match(text.strip())
-    if not m:
-        raise AddressError(f"--metrics: expected HOST:PORT or PORT, got {text!r}")
-    port = int(m.group("port"))
-    if not 0 <= port <= 65535:
-        raise AddressError(f"--metrics: port must be 0..65535, got {port}")
-    host = (m.group("host") or default_host).strip("[]")
-    return Address(host, port)
 
 
 class MetricsServer:

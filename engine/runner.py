@@ -25,14 +25,13 @@ from typing import Any, TextIO
 from engine import signals
 from engine.atomic import atomic_write
 from engine.config import ConfigError, EngineConfig, load_config
-from engine.exporter import AddressError
 from engine.stream.fold import Fold, JobRecord, StageChange
 from engine.stream.reader import SessionError, read_recording
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
 from engine.stream.schema import CANCELLED
 from engine.stream.summary import partitions, render_all, run_summary
 from engine.stream.tap import SinkStats, Tap
-from engine.watchers import Watch, Watchers, start_watchers
+from engine.watchers import AddressError, Watch, Watchers, start_watchers
 
 
 class _Progress:

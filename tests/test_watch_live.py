@@ -15,12 +15,16 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from engine.config import EngineConfig
-from engine.exporter import Address, Exporter, MetricsServer
-from engine.stream.fold import Fold
-from engine.stream.tap import Tap
+pytest.importorskip("prometheus_client")  # the device machine has none; every install does
+
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from engine.config import EngineConfig  # noqa: E402
+from engine.exporter import Exporter, MetricsServer  # noqa: E402
+from engine.stream.fold import Fold  # noqa: E402
+from engine.stream.tap import Tap  # noqa: E402
+from engine.watchers import Address  # noqa: E402
 
 
 def _text(url: str) -> str:
