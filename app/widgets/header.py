@@ -22,6 +22,7 @@ class HeaderContext:
     refresh: float = 0.5
     replay: str = ""  # e.g. "▶ ×8  2.50/5.70 s"
     notice: str = ""  # e.g. "engine unavailable: ..."
+    uptime: float = 0.0  # seconds since the console started
 
 
 Segment = tuple[int, Text]  # (priority: lower is kept longer, the text)
@@ -75,7 +76,10 @@ class HeaderBar(StatePanel):
         if ctx.recording:
             segs.append((1, Text(" ● REC ", style=f"bold reverse {pal.bad}")))
         # in replay the badge carries the clock; t is then the first thing to go
-        segs.append((2 if ctx.mode == "replay" else 0, Text(f"t {state.t:.1f} s")))
+        if ctx.mode == "live" and not state.started:  # before the engine's first event
+            segs.append((0, Text(f"up {ctx.uptime:.0f} s")))
+        else:
+            segs.append((2 if ctx.mode == "replay" else 0, Text(f"t {state.t:.1f} s")))
         segs.append((0, Text(f"{state.throughput():.1f} proofs/min (60 s)", style=f"bold {pal.accent}")))
         done = Text(f"{state.proofs_done} proofs")
         if state.proofs_failed:
