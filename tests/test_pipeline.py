@@ -454,7 +454,11 @@ def test_key_load_happens_before_the_first_wrapper(params):
     assert loaded[0][0] <= first_gpu
     timings = [e for e in evs if e["kind"] == "partition_timings"]
     assert len(timings) == 2
-    assert all(e["ms"]["gpu_wrapper"] < delay * 1000 / 2 for e in timings), [e["ms"] for e in timings]
+    # the key load would sit in the wrapper outside the prover's call (gpu_host: the slot loads
+    # a missing key before it calls the prover); the call itself is kernel time, which on a
+    # loaded 2-core machine can pass a second for the first partition's CPU NTT alone
+    outside = [e["ms"]["gpu_wrapper"] - e["ms"]["gpu_call"] for e in timings]
+    assert all(ms < delay * 1000 / 2 for ms in outside), [e["ms"] for e in timings]
 
 
 def test_key_load_failure_fails_the_job_with_the_reason(params):
