@@ -62,3 +62,26 @@ async def test_history_screen_draws_graphs():
         assert "local host" in text
         await pilot.press("escape")
         assert not isinstance(app.screen, HistoryScreen)
+
+
+async def test_e_exports_the_proofs_table_to_a_new_csv(tmp_path, monkeypatch):
+    pytest.importorskip("textual")
+    import csv
+
+    from app.console import SealtopApp
+
+    monkeypatch.chdir(tmp_path)
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("e")
+        await pilot.pause(0.1)
+        await pilot.press("e")  # a second export never overwrites the first
+        await pilot.pause(0.1)
+    files = sorted(tmp_path.glob("sealtop-proofs-*.csv"))
+    assert len(files) == 2
+    rows = list(csv.DictReader(files[0].open()))
+    assert [int(r["job"]) for r in rows] == sorted((int(r["job"]) for r in rows), reverse=True)
+    assert len(rows) == 8 and rows[-1]["outcome"] == "verified" and float(rows[-1]["total_s"]) > 0
+    assert any(r["outcome"] == "failed" for r in rows)
+    assert any(f"exported 8 proofs to {files[0]}" in e.text for e in app.state.log)

@@ -53,6 +53,9 @@ class DashboardScreen(Screen):
         Binding("o", "sort_next", "Sort", tooltip="Sort by the next column", id="sort-next"),
         Binding("O", "sort_reverse", "Reverse sort", show=False, id="sort-reverse"),
         Binding("enter", "detail", "Detail", tooltip="Proof detail", id="detail"),
+        Binding("e", "export", "Export", show=False,
+                tooltip="Export the proofs table to CSV (a new file; the notice says where)",
+                id="export-csv"),
         Binding("h", "history", "History", tooltip="History: the last hour as graphs, per host",
                 id="history"),
         # live tuning
@@ -208,6 +211,20 @@ class DashboardScreen(Screen):
 
     def on_proofs_table_row_chosen(self, event: ProofsTable.RowChosen) -> None:
         self.app.open_detail(event.job)
+
+    def action_export(self) -> None:
+        from app.csvexport import export_proofs
+
+        table = self.query_one(ProofsTable)
+        try:
+            path, n = export_proofs(self.app.state, table.sort_key, table.sort_reverse,
+                                    table.filter_text)
+        except OSError as exc:
+            self.app._local_log("error", f"CSV export failed: {exc}")
+            self.notify(f"CSV export failed: {exc}", severity="error")
+            return
+        self.app._local_log("info", f"exported {n} proofs to {path}")
+        self.notify(f"exported {n} proofs to {path}", timeout=4)
 
     def action_history(self) -> None:
         from app.screens.history import HistoryScreen
