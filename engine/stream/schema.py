@@ -183,7 +183,8 @@ def sample(
     counters: dict[str, int],
     gpus: list[dict],
 ) -> Event:
-    """processes: [{"pid", "role", "rss_anon"}]; gpus: [{"index", "util", "mem_used",
+    """processes: [{"pid", "role", "rss_anon", "cpu_pct" (optional: % of one core since the
+    previous sample, null on a process's first)}]; gpus: [{"index", "util", "mem_used",
     "mem_total", "power_w", "temp_c", "sm_clock_mhz"}] where None means N/A."""
     return {
         "t": t,
@@ -289,6 +290,9 @@ def _check_sample(obj: Event) -> str | None:
         r = p.get("rss_anon")
         if r is not None and not _is_int(r):
             return "sample event rss_anon must be an integer or null"
+        c = p.get("cpu_pct")
+        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float))):
+            return "sample event cpu_pct must be a number or null"
     if not isinstance(obj["gpus"], list):
         return "sample event field 'gpus' must be a list"
     if not _is_int(obj["shm_bytes"]):
