@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.pipeline.shm import pid_alive
+
 PROTOCOL = 1
 CLIENT_QUEUE = 50_000  # events buffered for one client before it is dropped
 MAX_LINE = 1 << 20  # a command longer than this is refused
@@ -61,16 +63,6 @@ def default_socket_path() -> Path:
     return runtime_dir() / f"engine-{os.getpid()}-{next(_serial)}.sock"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def live_sockets() -> list[Path]:
     """Sockets of running engines (stale ones, whose engine died, are removed)."""
     out = []
@@ -79,7 +71,7 @@ def live_sockets() -> list[Path]:
             pid = int(p.stem.split("-")[1])
         except (IndexError, ValueError):
             continue
-        if _alive(pid):
+        if pid_alive(pid):
             out.append(p)
         else:
             p.unlink(missing_ok=True)

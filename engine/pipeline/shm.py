@@ -257,14 +257,15 @@ def sweep_stale() -> list[str]:
             pid = int(name[len(PREFIX):].split("-", 1)[0])
         except ValueError:
             continue
-        if pid == os.getpid() or _pid_alive(pid):
+        if pid == os.getpid() or pid_alive(pid):
             continue
         if _unlink_name(name):
             removed.append(name)
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
