@@ -271,7 +271,9 @@ class Farm:
     def _poll_hosts(self) -> None:
         from engine.cluster.hostengine import host_start
 
-        info = self.client.scheduler_info(n_workers=-1)
+        # asked directly: Client.scheduler_info() returns a cache that the client's own periodic
+        # refresh overwrites with no workers in it, which would read as every host leaving
+        info = self.client.sync(self.client.scheduler.identity, n_workers=-1)
         workers = info.get("workers", {})
         now = set(workers)
         new = [a for a in now if a not in self._known]
