@@ -225,6 +225,15 @@ class DashboardState:
         n = len(self.done_times) - bisect.bisect_left(self.done_times, start)  # times are sorted
         return n * 60.0 / span
 
+    def eta_s(self) -> float | None:
+        """Seconds until the proofs in flight and queued are done at the measured rate (the
+        trailing window's proofs/min); None when nothing is queued or no rate is measured."""
+        left = len(self.active)
+        rate = self.throughput()
+        if not left or rate <= 0:
+            return None
+        return left * 60.0 / rate
+
     def overall_throughput(self) -> float:
         """Proofs per minute over the whole session (first submission to the last proof)."""
         if not self.done_times or not self.jobs:

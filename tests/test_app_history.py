@@ -85,3 +85,11 @@ async def test_e_exports_the_proofs_table_to_a_new_csv(tmp_path, monkeypatch):
     assert len(rows) == 8 and rows[-1]["outcome"] == "verified" and float(rows[-1]["total_s"]) > 0
     assert any(r["outcome"] == "failed" for r in rows)
     assert any(f"exported 8 proofs to {files[0]}" in e.text for e in app.state.log)
+
+
+def test_eta_of_the_work_left_from_the_measured_rate():
+    state = reduce(load_session(FIXTURE).events[:60])
+    left, rate = len(state.active), state.throughput()
+    assert left and rate > 0
+    assert state.eta_s() == pytest.approx(left * 60.0 / rate)
+    assert reduce(load_session(FIXTURE).events).eta_s() is None  # nothing left at the end

@@ -87,6 +87,11 @@ class HeaderBar(StatePanel):
         if state.proofs_cancelled:
             done.append(f" ({state.proofs_cancelled} cancelled)", style=pal.warn)
         segs.append((1, done))
+        eta = state.eta_s()
+        if eta is not None:
+            n = len(state.active)
+            segs.append((2, Text(f"ETA {eta / 60:.1f} min ({n} left)" if eta >= 60
+                                 else f"ETA {eta:.0f} s ({n} left)")))
         segs.append((3, Text(f"backend {state.backend if state.started else '–'}")))
         if state.gpus:
             names = sorted({g.name for g in state.gpus.values()})
