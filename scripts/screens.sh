@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Capture the console's screens at 80x24 with tmux into docs/screens/ (plain text, as a
-# terminal of that size shows them): the live dashboard, a proof's detail, replay and help.
+# terminal of that size shows them): the live dashboard, a proof's detail, replay, help and
+# the history graphs.
 #
 #   scripts/screens.sh [LIVE_WAIT_S]
 #
@@ -36,6 +37,9 @@ grab detail
 keys Escape
 keys '?'
 grab help
+keys Escape
+keys h
+grab history
 keys Escape
 keys q
 

@@ -56,7 +56,7 @@ class DashboardScreen(Screen):
         Binding("e", "export", "Export", show=False,
                 tooltip="Export the proofs table to CSV (a new file; the notice says where)",
                 id="export-csv"),
-        Binding("h", "history", "History", tooltip="History: the last hour as graphs, per host",
+        Binding("h", "history", "History", show=False, tooltip="History: the last hour as graphs, per host",
                 id="history"),
         # live tuning
         Binding("w", "app.knob('partition_workers', -1)", "Workers −1", show=False, id="workers-down"),
