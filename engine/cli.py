@@ -566,6 +566,8 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.json is not None and not Path(args.json).parent.is_dir():
+        raise CliError(f"--json: folder {Path(args.json).parent} does not exist")
     overrides = _overrides(args.set)
     watch = _watch(args)
     if args.cluster is not None:

@@ -17,7 +17,6 @@ import json
 import os
 import queue
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -340,12 +339,16 @@ def bench_pipeline(
         "exit_code": code,
     }
     if json_out:
-        out = Path(json_out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out) as f:
-            f.write(json.dumps(report, indent=2) + "\n")
-        _say(f"report written to {out}")
+        write_report(json_out, report)
     return code
+
+
+def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
+    """A bench run's JSON report, written whole or not at all. Its folder was checked before
+    the run (engine/cli.py), as every output file's is."""
+    with atomic_write(Path(path)) as f:
+        f.write(json.dumps(report, indent=2) + "\n")
+    _say(f"report written to {path}")
 
 
 def _mib(n: int) -> str:
@@ -502,10 +505,5 @@ def bench_matrix(
         print(f"{kind} comparison, preset {preset}, {jobs} job(s) per variant")
         _print_rows(rows)
     if json_out and rows:
-        out = Path(json_out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out) as f:
-            f.write(json.dumps({"kind": kind, "preset": preset, "jobs": jobs, "rows": rows},
-                               indent=2) + "\n")
-        _say(f"report written to {out}")
+        write_report(json_out, {"kind": kind, "preset": preset, "jobs": jobs, "rows": rows})
     return code

@@ -127,6 +127,9 @@ def test_bad_verification_key_and_public_file(cubic: Path, tmp_path: Path) -> No
         (["bench", "prove", "--sizes", "abc"], "--sizes"),
         (["bench", "kernels", "--what", "nope"], "nope"),
         (["export", "--vk", "x", "--out-dir", "/nonexistent/dir"], "does not exist"),
+        (["bench", "pipeline", "--json", "/nonexistent/r.json"], "does not exist"),
+        (["bench", "pipeline", "--metrics", "host:port"], "--metrics"),
+        (["run", "--config", "c.toml", "--metrics", "70000"], "0..65535"),
     ],
 )
 def test_bad_arguments_in_process(argv: list[str], fragment: str, capsys) -> None:

@@ -10,14 +10,11 @@ recording failed mid-run, 130 interrupted.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from pathlib import Path
 from typing import Any, TextIO
 
 from engine import signals
-from engine.atomic import atomic_write
 from engine.cluster import ClusterError
 from engine.config import ConfigError, EngineConfig, load_config
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
@@ -192,9 +189,7 @@ def bench_cluster(preset: str, jobs: int, json_out: str | None, config_path: str
               "jobs_verified": s.jobs_verified, "proofs_per_host": per, **overhead_ms(farm),
               "exit_code": code}
     if json_out:
-        out = Path(json_out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out) as f:
-            f.write(json.dumps(report, indent=2) + "\n")
-        _say(f"report written to {out}")
+        from engine.runner import write_report
+
+        write_report(json_out, report)
     return code
