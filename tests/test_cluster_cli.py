@@ -94,7 +94,10 @@ def test_a_pinned_worker_sizes_numba_to_its_cores(monkeypatch):
 
     from engine.cluster import serve
 
-    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    # setenv first, so that monkeypatch records the variable's absence and restores it: a
+    # NUMBA_NUM_THREADS left behind would size numba's pool in every later test of the run
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     assert serve.pin_threads() == 4 and os.environ["NUMBA_NUM_THREADS"] == "4"

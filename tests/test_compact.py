@@ -33,7 +33,7 @@ heavy = pytest.mark.skipif(not os.environ.get("SEALTOP_HEAVY"), reason="set SEAL
 def _random_csr(rng: random.Random, rows: int, cols: int, pool: list[int]) -> CSR:
     indptr, idx, vals = [0], [], []
     for _ in range(rows):
-        k = rng.randrange(0, 7)
+        k = rng.randrange(0, min(7, cols + 1))  # a row cannot name more columns than exist
         picked = rng.sample(range(cols), k)
         idx += picked
         vals += [rng.choice(pool) for _ in picked]
