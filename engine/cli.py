@@ -11,6 +11,10 @@ Each verb is one ``_add_VERB(subparsers)`` function that registers its arguments
 adding a verb means adding one function to VERBS (bench sub-verbs: BENCH_VERBS). Bad input
 gives one line on stderr and exit 2; a rejected proof exits 1; never a traceback (set
 SEALTOP_DEBUG=1 to see one for an unexpected error).
+
+It is longer than the house's ~600 lines because every verb's arguments live here beside its
+short handler; a verb with real work keeps it in its own module (engine.runner,
+engine.bench_prove, engine.cluster.run).
 """
 
 from __future__ import annotations
