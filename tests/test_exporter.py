@@ -4,7 +4,6 @@ Prometheus's rules, and a value NVML could not read is absent rather than zero."
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -68,19 +67,25 @@ def test_counters_equal_the_session(fixture: str) -> None:
             assert m["sealtop_errors_total"][(("where", e["where"]),)] >= 1
 
 
-def test_stage_gauge_follows_partitions_mid_run() -> None:
-    """Cut the stream at a random point: the gauge holds each live partition's last stage."""
-    evs = _events("session_fixture.jsonl")
-    cut = random.randrange(len(evs))
+@pytest.mark.parametrize("fixture", ["session_fixture.jsonl", "session_fixture_b.jsonl"])
+def test_stage_gauge_follows_partitions_at_every_point_of_a_run(fixture: str) -> None:
+    """After every event, the gauge holds each live partition's stage as the events say it."""
     x = Exporter()
     last: dict[tuple, str] = {}
-    for e in evs[:cut]:
+    for e in _events(fixture):
         x.handle(e)
+        if e["kind"] == "job_submitted":  # a submitted partition is queued before its event
+            for p in range(e["partitions"]):
+                last[(e["job"], p)] = "queued"
         if e["kind"] == "stage":
             last[(e["job"], e["partition"])] = e["stage"]
-    m = _scrape(x)
-    for stage in ("queued", "synthesizing", "waiting_gpu", "gpu", "deallocating", "finalizing"):
-        assert m["sealtop_partitions"][(("stage", stage),)] == list(last.values()).count(stage)
+        if e["kind"] not in ("stage", "job_submitted"):
+            continue
+        m = _scrape(x)
+        for stage in ("queued", "synthesizing", "waiting_gpu", "gpu", "deallocating",
+                      "finalizing"):
+            assert m["sealtop_partitions"][(("stage", stage),)] == list(last.values()).count(
+                stage), (e, stage)
 
 
 def test_gpu_metrics_absent_without_nvml_and_budget_absent_when_unlimited() -> None:
