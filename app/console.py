@@ -127,11 +127,16 @@ class SealtopApp(App):
         unavailable: str = "",
         watch: Any = None,
         compile_first: bool = False,
+        home: Callable[[], Screen] | None = None,
     ) -> None:
         """``watch`` (engine.watchers.Watch): serve /metrics and offer the attach socket while
-        the embedded engine runs."""
+        the embedded engine runs. ``home`` builds the first screen instead of the dashboard
+        (the farm console's hosts view); ``listeners`` (a list, added to after construction)
+        see every batch of live events on the UI thread, after the state folded it."""
         super().__init__()
         self.mode = mode  # live | replay | compare
+        self.home = home
+        self.listeners: list[Callable[[list[dict]], None]] = []
         self.engine_factory = engine_factory
         self.engine: Any = None
         self.config = config
@@ -211,6 +216,8 @@ class SealtopApp(App):
 
             a, b = self.sessions
             self.push_screen(CompareScreen(reduce(a.events), reduce(b.events), a.name, b.name))
+        elif self.home is not None:
+            self.push_screen(self.home())
         else:
             from app.screens.dashboard import DashboardScreen
 
@@ -351,6 +358,8 @@ class SealtopApp(App):
             apply(self._live, ev)
             if ev.get("kind") == "session_start":
                 self.notice = ""
+        for take in self.listeners:
+            take(message.events)
         self._dirty = True
 
     @on(EngineStatus)

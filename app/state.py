@@ -490,7 +490,8 @@ def _knob(state: DashboardState, ev: Event, t: float) -> None:
     source = ev.get("source", "operator")
     if name in ("paused", "pause"):
         state.paused = bool(new)
-        _log(state, t, "knob", f"engine {'paused' if state.paused else 'resumed'} ({source})")
+        _log(state, t, "knob", f"{_on_host(ev)}engine {'paused' if state.paused else 'resumed'} "
+             f"({source})")
         return
     if name in ("state", "engine_state"):
         state.paused = new == "paused"
@@ -500,12 +501,28 @@ def _knob(state: DashboardState, ev: Event, t: float) -> None:
     if name in BUDGET_KEYS and name != "memory_budget":
         new, old, name = budget_bytes(new), budget_bytes(old), "memory_budget"
     state.knobs[name] = new
-    _log(state, t, "knob", f"{name}: {_fmt_val(name, old)} → {_fmt_val(name, new)} ({source})")
+    _log(state, t, "knob", f"{_on_host(ev)}{name}: {_fmt_val(name, old)} → {_fmt_val(name, new)} "
+         f"({source})")
 
 
 def _error(state: DashboardState, ev: Event, t: float) -> None:
     state.errors += 1
-    _log(state, t, "error", f"{ev.get('where', '?')}: {ev.get('message', '')}")
+    where = str(ev.get("where", "?"))
+    who = "" if where.startswith("host ") else _on_host(ev)
+    _log(state, t, "error", f"{who}{where}: {ev.get('message', '')}")
+
+
+def _host(state: DashboardState, ev: Event, t: float) -> None:
+    """A farm host joined or left (its rows are the hosts view's, engine/cluster/hosts.py)."""
+    where = f" ({ev['address']})" if ev.get("address") else ""
+    _log(state, t, "info" if ev["state"] == "joined" else "warn",
+         f"host {ev['host']} {ev['state']}{where}")
+
+
+def _on_host(ev: Event) -> str:
+    """The prefix naming the farm host that sent an event ("hA: "); empty for a local one."""
+    host = ev.get("host")
+    return f"{host}: " if isinstance(host, str) and host else ""
 
 
 _HANDLERS = {
@@ -518,6 +535,7 @@ _HANDLERS = {
     "knob": _knob,
     "error": _error,
     "console": _console,
+    "host": _host,
 }
 
 
