@@ -15,6 +15,7 @@ caller's a, b, c.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,17 +26,35 @@ from kernels.cuda.stream import cupy_module as _cp
 
 
 
+def _check_domain(n: int) -> None:
+    if n & (n - 1) or n < 1:
+        raise ValueError(f"domain size must be a power of two, got {n}")
+
+
 def h_coefficients(a: Any, b: Any, c: Any, n: int) -> Any:
     """Device uint64[n, 4]: inverse coset NTT of (A·B − C) on the coset, from evaluations on
     <omega> (each of a, b, c uint64[<= n, 4], zero-padded to n; host or device arrays)."""
     cp = _cp()
-    if n & (n - 1) or n < 1:
-        raise ValueError(f"domain size must be a power of two, got {n}")
-    abc = cp.zeros((3, n, 4), dtype=cp.uint64)
+    _check_domain(n)
     for i, v in enumerate((a, b, c)):
         if v.shape[0] > n or v.shape[1:] != (4,):
             raise ValueError(f"evaluation vector {i} has shape {tuple(v.shape)}, domain is {n}")
-        abc[i, : v.shape[0]] = cp.asarray(v, dtype=cp.uint64)
+
+    def fill(abc: Any) -> None:
+        for i, v in enumerate((a, b, c)):
+            abc[i, : v.shape[0]] = cp.asarray(v, dtype=cp.uint64)
+
+    return h_from(fill, n)
+
+
+def h_from(fill: Callable[[Any], None], n: int) -> Any:
+    """As h_coefficients, with a, b and c written by ``fill(abc)`` straight into the zeroed
+    uint64[3, n, 4] device array the transform takes (the compact evaluation of
+    kernels/cuda/abc.py does so), which this function alone holds and frees."""
+    cp = _cp()
+    _check_domain(n)
+    abc = cp.zeros((3, n, 4), dtype=cp.uint64)
+    fill(abc)
     coeffs = _ntt.ntt(abc, inverse=True)
     del abc  # 3 x 32 x n bytes (12 GiB at 2^27) back to the pool before the coset NTT's output
     coset = _ntt.ntt(coeffs, coset=True)
