@@ -1,16 +1,26 @@
 """The device-made key's logic on the CPU: device_setup makes the very key setup makes (same seed,
 every section equal), says INSECURE first and last, and reports each large section once with its
-time; a different seed gives a different key."""
+time; a different seed gives a different key. The engine's choice of where a key comes from
+(engine.pipeline.proving.key_source) with the disk and GPU free-memory probes patched: no disk
+room on cuda gives a device source, a GPU without room refuses in one line, a stored key or a
+disk with room keeps the key file; and the prover's make_device_key on the cpu backend."""
 
 from __future__ import annotations
 
+import random
 import secrets
+import shutil
+from collections import namedtuple
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engine.groth16 import examples
-from engine.groth16.keyfile import SECTIONS
+from engine.groth16.keyfile import SECTIONS, KeyRoomError, key_file_size, room_needed
 from engine.groth16.setup import BIG_SECTIONS, INSECURE_LABEL, device_setup, setup
+from engine.pipeline import proving
+from engine.pipeline.circuits import resolve
 from kernels.backend import get_backend
 
 
@@ -30,3 +40,118 @@ def test_device_setup_equals_setup_on_the_cpu_backend() -> None:
         assert len(hits) == 1 and hits[0].endswith(" s, cpu)"), (name, hits)
     other = device_setup(circuit.r1cs, seed + "x", cpu)
     assert not np.array_equal(other.a, made.a) and not np.array_equal(other.h, made.h)
+
+
+# ---------------------------------------------------------------------------- the engine's choice
+
+PRESET = "chain-64"
+_Usage = namedtuple("_Usage", "total used free")
+
+
+def _disk_free(monkeypatch, free: int) -> None:
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: _Usage(10 * free + 1, 9 * free + 1, free))
+
+
+def _no_setup(monkeypatch) -> None:
+    def refuse(*_a, **_k):
+        raise AssertionError("setup ran although the key cannot be stored")
+
+    monkeypatch.setattr("engine.groth16.setup.setup", refuse)
+
+
+def _need(circuit, slots: int = 1) -> int:
+    key, per = proving.device_bytes(circuit.r1cs, slots)
+    return key + per + proving.DEVICE_ALLOWANCE
+
+
+def test_no_disk_room_on_cuda_gives_a_device_source(tmp_path: Path, monkeypatch) -> None:
+    circuit = resolve(PRESET)
+    r = circuit.r1cs
+    _disk_free(monkeypatch, random.randrange(0, room_needed(key_file_size(r.num_inputs, r.num_aux, r.num_constraints))))
+    _no_setup(monkeypatch)
+    asked: list[int] = []
+    monkeypatch.setattr(proving, "_nvml_free", lambda d: asked.append(d) or _need(circuit, 2))
+    lines: list[str] = []
+    source, vk = proving.key_source(circuit, tmp_path / "p", "cuda", lines.append, devices=[0, 1], slots=2)
+    assert vk is None and asked == [0, 1]
+    src = proving.parse_device_source(source)
+    assert src == proving.DeviceSource(PRESET, str(tmp_path / "p" / "circuits"), r.digest()[:8].hex())
+    assert proving.parse_device_source(str(tmp_path / "x.pk")) is None
+    assert len(lines) == 1 and "cannot be stored" in lines[0] and "GPU memory" in lines[0]
+    assert "INSECURE" in lines[0]
+    assert not list((tmp_path / "p").glob("*.pk"))
+
+
+def test_a_gpu_without_room_for_the_key_refuses_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    """A second engine on a GPU that the first one's key fills: free vs needed bytes, one line."""
+    circuit = resolve(PRESET)
+    _disk_free(monkeypatch, 0)
+    _no_setup(monkeypatch)
+    need = _need(circuit)
+    free = random.randrange(0, need)
+    monkeypatch.setattr(proving, "_nvml_free", lambda d: free if d == 1 else need)
+    with pytest.raises(KeyRoomError) as info:
+        proving.key_source(circuit, tmp_path, "cuda", devices=[0, 1])
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("GPU 1 ") and f"{need} bytes needed" in msg and f"{free} free" in msg
+    # exactly enough free: no refusal
+    monkeypatch.setattr(proving, "_nvml_free", lambda d: need)
+    assert proving.key_source(circuit, tmp_path, "cuda", devices=[0, 1])[1] is None
+    # NVML cannot say: the prover's own check decides later
+    monkeypatch.setattr(proving, "_nvml_free", lambda d: None)
+    assert proving.key_source(circuit, tmp_path, "cuda", devices=[0])[1] is None
+
+
+def test_room_or_a_stored_key_keeps_the_key_file(tmp_path: Path, monkeypatch) -> None:
+    circuit = resolve(PRESET)
+    path, vk = proving.ensure_key(circuit, tmp_path)  # made on the cpu
+    _disk_free(monkeypatch, 0)
+    monkeypatch.setattr(proving, "_nvml_free", lambda d: 0)  # never asked: the file is there
+    assert proving.key_source(circuit, tmp_path, "cuda") == (str(path), vk)
+    with pytest.raises(KeyRoomError):  # the cpu backend has no device path
+        proving.key_source(circuit, tmp_path / "other", "cpu")
+
+
+def test_device_bytes_at_porep_32g_are_the_plans() -> None:
+    shape = namedtuple("Shape", "num_inputs num_aux num_constraints num_vars")(274, 130_104_873, 130_987_381, 130_105_147)
+    key, slot = proving.device_bytes(shape, 1)  # type: ignore[arg-type]
+    assert key == 75_335_409_664  # docs/PLAN-32G.md's 75,335,373,216 and the file's page alignment
+    assert slot == 4_163_364_704 + 12_574_788_576 + 2 * 3 * 32 * (1 << 27)
+    assert proving.device_bytes(shape, 2)[1] == 2 * slot  # type: ignore[arg-type]
+
+
+def test_make_device_key_proves_like_the_key_file(tmp_path: Path) -> None:
+    """The prover's side on the cpu backend: the key generated from the device source equals the
+    file key (its verifying key too), its proofs verify, and a source naming another circuit
+    build or a too-small device is refused."""
+    from engine.groth16.keyfile import KeyFileError
+    from engine.groth16.prove import evaluate
+
+    cpu = get_backend("cpu")
+    circuit = resolve(PRESET)
+    path, vk_file = proving.ensure_key(circuit, tmp_path)
+    source = proving.device_source(circuit, str(tmp_path / "circuits"))
+    lines: list[str] = []
+    key, vk = proving.make_device_key(source, cpu, progress=lines.append)
+    assert key.device_made and vk == vk_file and INSECURE_LABEL in lines[0]
+    filed = proving.load_key(str(path), cpu)
+    for name in ("a", "b_g1", "b_g2", "l", "h"):
+        got, want = key.tables[name], filed.tables[name]
+        assert np.array_equal(np.asarray(got.points), np.asarray(want.points)), name
+        assert (got.index is None) == (want.index is None), name
+        if got.index is not None:  # compacted: the full section is gone, the kept rows stay
+            assert getattr(key.pk, name).shape[0] == 0 and np.array_equal(got.index, want.index)
+    seed = random.randrange(1 << 30)
+    z = circuit.witness(seed, 0, 1)
+    a, b, c = evaluate(circuit.r1cs, z)
+    proof = proving.finish(proving.start(key, a, b, c, z, cpu), "cpu", key)
+    assert proving.verify(vk, circuit.public_inputs(seed, 0, 1), proof)
+    assert not proving.verify(vk, circuit.public_inputs(seed + 1, 0, 1), proof)
+    with pytest.raises(KeyFileError, match="another build"):
+        proving.make_device_key(source.replace(source.split(":")[1], "00" * 8, 1), cpu)
+    need = _need(circuit)
+    monkeypatch_free = need - 1
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(proving, "device_free", lambda _b: monkeypatch_free)
+        with pytest.raises(KeyRoomError, match=f"{need} bytes needed, {need - 1} free"):
+            proving.make_device_key(source, cpu)

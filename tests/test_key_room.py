@@ -68,9 +68,11 @@ def test_no_room_refuses_in_one_line_before_setup(tmp_path: Path, monkeypatch, b
         proving.ensure_key(circuit, tmp_path / "cache", backend)
     msg = str(info.value)
     assert "\n" not in msg and f"{need} with the margin" in msg and f"{free} free" in msg
-    assert "device-resident" in msg and "not built yet" in msg
+    assert "device-resident" in msg and "generates it in GPU memory" in msg
     if backend == "cuda":
-        assert msg.endswith("generating it straight into GPU memory (a device-resident key) is not built yet")
+        assert msg.endswith("generates it in GPU memory instead (a device-resident key); this command needs the key file")
+    else:
+        assert msg.endswith('the engine generates it in GPU memory on backend = "cuda"')
     assert asked == [str(tmp_path / "cache")]
     assert not any(p.suffix == ".pk" for p in (tmp_path / "cache").iterdir())
 

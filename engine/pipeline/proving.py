@@ -15,6 +15,14 @@ workers stay about scheduling:
 * :func:`start` / :func:`finish` are prove_start (H and the G1 MSMs) and prove_finish (B2,
   assembly, serialization).
 * :func:`verify` is the independent pairing check; any error in it counts as "not verified".
+* :func:`key_source` is where a job's key comes from: the key file (:func:`ensure_key`) when it is
+  there or the disk has room for it, else, on the cuda backend, a *device source*
+  (:func:`device_source`): each prover generates the key into its GPU's memory from the circuit
+  cache and the seed (:func:`make_device_key`, engine.groth16.setup.device_setup) and answers with
+  the verifying key. Before choosing that, the GPUs' free memory is probed (NVML, the same
+  readings the telemetry takes): a GPU that cannot hold the key and one slot's buffers refuses
+  in one line (free vs needed bytes), for instance a second engine on a GPU the first one's
+  key already fills.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ class LoadedKey:
     pk: Any
     tables: dict[str, Any]
     cpu_b2: Any = None  # the B query in G2 for the CPU backend (b_g2 = "cpu" on a GPU)
+    device_made: bool = False  # generated in device memory: no host copy of the points
 
 
 def key_path(cache_dir: Path, name: str, r1cs: R1CS) -> Path:
@@ -126,10 +135,11 @@ def _check_room(circuit: Any, path: Path, backend_name: str) -> None:
     r = circuit.r1cs
     size = key_file_size(r.num_inputs, r.num_aux, r.num_constraints)
     if backend_name == "cuda":
-        instead = "generating it straight into GPU memory (a device-resident key) is not built yet"
+        instead = ("the engine (run, bench pipeline) generates it in GPU memory instead (a "
+                   "device-resident key); this command needs the key file")
     else:
-        instead = ('a key that does not fit the disk must be device-resident, generated in GPU '
-                   'memory (backend = "cuda"; not built yet)')
+        instead = ('a key that does not fit the disk must be device-resident: the engine '
+                   'generates it in GPU memory on backend = "cuda"')
     check_room(path.parent, size, circuit.name, instead)
 
 
@@ -195,7 +205,8 @@ def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None) -> byt
 
     from engine.groth16.prove import prove_finish, resident_tables
 
-    if b_g2 == "cpu" and key is not None and getattr(handle.backend, "name", "cpu") != "cpu":
+    if (b_g2 == "cpu" and key is not None and not key.device_made
+            and getattr(handle.backend, "name", "cpu") != "cpu"):  # a device key has no host B2
         from kernels.backend import get_backend
 
         cpu = get_backend("cpu")
@@ -227,3 +238,176 @@ def verify(vk: Any, public: list[int], proof: bytes) -> bool:
         return bool(_verify(vk, public, proof))
     except Exception:
         return False
+
+
+# ---------------------------------------------------------------------------- device-made keys
+
+DEVICE_PREFIX = "device:"
+DEVICE_ALLOWANCE = 1 << 30  # CUDA context and pool slack beside the key and a slot (PLAN-32G)
+
+
+@dataclass(frozen=True)
+class DeviceSource:
+    """What a prover needs to generate a key on its device: the preset, the circuit cache it
+    loads the circuit from, and the first 8 bytes of the circuit's digest (so a prover whose
+    cache holds another build of the preset refuses instead of making the wrong key)."""
+
+    preset: str
+    cache_dir: str
+    digest8: str
+
+    def __str__(self) -> str:
+        return f"{DEVICE_PREFIX}{self.digest8}:{self.preset}:{self.cache_dir}"
+
+
+def device_source(circuit: Any, cache_dir: str) -> str:
+    """The key source string of ``circuit``'s device-made key (see :class:`DeviceSource`)."""
+    return str(DeviceSource(circuit.name, str(cache_dir), circuit.r1cs.digest()[:8].hex()))
+
+
+def parse_device_source(source: str) -> DeviceSource | None:
+    """The DeviceSource of a device key source string; None for a key file's path."""
+    if not source.startswith(DEVICE_PREFIX):
+        return None
+    digest8, preset, cache_dir = source[len(DEVICE_PREFIX):].split(":", 2)
+    return DeviceSource(preset, cache_dir, digest8)
+
+
+def device_bytes(r1cs: R1CS, slots: int = 1) -> tuple[int, int]:
+    """(key bytes, bytes per GPU slot) a device-made key and its partitions hold on the GPU:
+    the key's sections (docs/PLAN-32G.md's 70.16 GiB at porep-32g), and per slot z, the uploaded
+    a, b, c and the H step's two padded 3 x n batches (39.6 GiB at porep-32g)."""
+    from engine.groth16.keyfile import key_file_size
+    from engine.groth16.qap import domain_log
+
+    key = key_file_size(r1cs.num_inputs, r1cs.num_aux, r1cs.num_constraints)
+    n = 1 << domain_log(r1cs.num_constraints)
+    slot = 32 * r1cs.num_vars + 3 * 32 * r1cs.num_constraints + 2 * 3 * 32 * n
+    return key, slot * max(1, slots)
+
+
+def _nvml_free(index: int) -> int | None:
+    """Free bytes of GPU ``index`` as NVML reports them (None where NVML cannot say)."""
+    from engine.telemetry.nvml import read_gpu
+
+    r = read_gpu(index)
+    if r.get("mem_total") is None or r.get("mem_used") is None:
+        return None
+    return int(r["mem_total"]) - int(r["mem_used"])
+
+
+def check_device_room(
+    circuit: Any,
+    devices: list[int],
+    slots: int,
+    probe: Callable[[int], int | None] | None = None,
+) -> None:
+    """Raise KeyRoomError (one line: the GPU, free vs needed bytes) unless every GPU in
+    ``devices`` has room for ``circuit``'s device-made key, ``slots`` slots' buffers and the
+    allowance. A GPU whose free memory cannot be read is not refused here (the prover checks
+    again with the CUDA runtime's own figure before it makes the key)."""
+    from engine.groth16.keyfile import KeyRoomError
+
+    key, per_slots = device_bytes(circuit.r1cs, slots)
+    need = key + per_slots + DEVICE_ALLOWANCE
+    probe = probe or _nvml_free
+    for d in devices:
+        free = probe(d)
+        if free is not None and free < need:
+            raise KeyRoomError(
+                f"GPU {d} cannot hold the device-made proving key of {circuit.name}: {need} bytes "
+                f"needed (key {key}, {slots} slot(s) {per_slots}, allowance {DEVICE_ALLOWANCE}), "
+                f"{free} free; is another engine's key on it?"
+            )
+
+
+def key_source(
+    circuit: Any,
+    cache_dir: Path,
+    backend_name: str = "cpu",
+    progress: Callable[[str], None] | None = None,
+    damaged: str = "refuse",
+    devices: list[int] | None = None,
+    slots: int = 1,
+) -> tuple[str, Any]:
+    """(source, verifying key or None) of ``circuit``'s proving key. The key file when it is in
+    the cache or the disk has room for it (:func:`ensure_key`, setup included); otherwise, on the
+    cuda backend, a device source (the verifying key comes back from the prover that makes
+    it), after the free-memory check of :func:`check_device_room`. Other backends refuse in one
+    line (KeyRoomError), as before."""
+    from engine.groth16.keyfile import KeyRoomError
+
+    path = key_path(cache_dir, circuit.name, circuit.r1cs)
+    if backend_name != "cuda" or path.exists():
+        p, vk = ensure_key(circuit, cache_dir, backend_name, progress, damaged)
+        return str(p), vk
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        _check_room(circuit, path, backend_name)
+    except KeyRoomError as exc:
+        check_device_room(circuit, list(devices or [0]), slots)
+        if progress is not None:
+            progress(f"{exc.args[0].split('; ')[0]}; each prover generates it in GPU memory "
+                     "instead (INSECURE TEST PARAMETERS, from the seed)")
+        return device_source(circuit, str(circuit_dir(cache_dir))), None
+    except OSError as exc:
+        raise KeyRoomError(f"cannot use the key cache {cache_dir}: {exc.strerror or exc}") from None
+    p, vk = ensure_key(circuit, cache_dir, backend_name, progress, damaged)
+    return str(p), vk
+
+
+def circuit_dir(cache_dir: Path) -> Path:
+    """Where the provers load a device key's circuit from (the compiled circuits' cache)."""
+    from engine.pipeline.circuits import circuit_cache_dir
+
+    return Path(circuit_cache_dir(cache_dir))
+
+
+def device_free(backend: Any) -> int | None:
+    """Free bytes on the backend's current device (the CUDA runtime's figure); None on the cpu."""
+    if getattr(backend, "name", "cpu") != "cuda":
+        return None
+    import cupy
+
+    return int(cupy.cuda.runtime.memGetInfo()[0])
+
+
+def make_device_key(
+    source: str,
+    backend: Any,
+    slots: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[LoadedKey, Any]:
+    """(loaded key, verifying key) of a device source: the circuit from the cache, the key made
+    by device_setup straight into the backend's memory (progress: one line per phase) and its
+    queries made resident. Sections the MSMs read compacted (rows of points at infinity left
+    out) drop their full arrays, so only the compacted tables stay. Refuses (KeyRoomError, one
+    line) when the device has less free memory than the key and ``slots`` slots need."""
+    from engine.groth16.keyfile import SECTIONS, KeyFileError, KeyRoomError
+    from engine.groth16.prove import resident_tables
+    from engine.groth16.setup import BIG_SECTIONS, device_setup
+    from engine.groth16.vkey import verifying_key
+    from engine.pipeline.circuits import resolve
+
+    src = parse_device_source(source)
+    if src is None:
+        raise KeyFileError(f"{source} is not a device key source")
+    circuit = resolve(src.preset, src.cache_dir)
+    if circuit.r1cs.digest()[:8].hex() != src.digest8:
+        raise KeyFileError(f"the circuit of {src.preset} in {src.cache_dir} is another build "
+                           f"(digest {circuit.r1cs.digest()[:8].hex()}, the engine's {src.digest8})")
+    key, per_slots = device_bytes(circuit.r1cs, slots)
+    need = key + per_slots + DEVICE_ALLOWANCE
+    free = device_free(backend)
+    if free is not None and free < need:
+        raise KeyRoomError(f"this GPU cannot hold the device-made proving key of {src.preset}: "
+                           f"{need} bytes needed, {free} free; is another engine's key on it?")
+    pk = device_setup(circuit.r1cs, SETUP_SEED, backend, progress)
+    tables = resident_tables(pk, backend)
+    dropped = {k: np.empty((0, SECTIONS[k]), np.uint64)  # a fresh array: a view would keep it all
+               for k in BIG_SECTIONS if tables[k].index is not None}
+    if dropped:  # the full arrays go; the compacted tables hold the points the MSMs read
+        import dataclasses
+
+        pk = dataclasses.replace(pk, **dropped)
+    return LoadedKey(pk, tables, device_made=True), verifying_key(pk)
