@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 PROG = "sealtop"
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -283,7 +284,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise CliError(f"folder {out} does not exist")
     vk = load_vk(args.vk)
     try:
-        files = {"verification_key.json": snarkjs.vk_json(vk)}
+        files: dict[str, Any] = {"verification_key.json": snarkjs.vk_json(vk)}
     except ProofFormatError as exc:
         raise CliError(f"bad verification key {args.vk}: {exc}") from None
     if args.proof:
@@ -464,8 +465,7 @@ def _add_watch_args(p: argparse.ArgumentParser) -> None:
 
 
 def _watch(args: argparse.Namespace):
-    from engine.watchers import AddressError, parse_address
-    from engine.watchers import Watch
+    from engine.watchers import AddressError, Watch, parse_address
 
     try:
         metrics = parse_address(args.metrics) if args.metrics is not None else None
@@ -665,9 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = extra
     verb = " ".join(v for v in (args.verb, getattr(args, "bench_verb", None),
                                 getattr(args, "cluster_verb", None)) if v)
-    from kernels.backend import BackendUnavailable
-
     from engine.signals import stop_signals
+    from kernels.backend import BackendUnavailable
 
     try:
         with stop_signals():  # SIGINT, SIGTERM and SIGHUP alike: a clean stop, exit 130

@@ -121,7 +121,7 @@ class Exporter:
         self.fold = Fold()  # the stream's one fold: stages and outcomes as the summaries see them
         self._ended_jobs: set[int] = set()  # each job's outcome is counted once
         self.gauges = _Gauges(self._lock)
-        r.register(self.gauges)  # type: ignore[arg-type]
+        r.register(self.gauges)
 
         self.events_total = Counter("sealtop_events", "Events seen on the stream, by kind",
                                     ["kind"], registry=r)

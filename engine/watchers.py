@@ -20,6 +20,16 @@ if TYPE_CHECKING:  # the exporter needs prometheus-client, imported only when --
 Take = Callable[[list[dict[str, Any]]], None]
 
 
+def _each(handle: Callable[[dict[str, Any]], None]) -> Take:
+    """A tap sink that hands every event of a batch to ``handle``."""
+
+    def take(batch: list[dict[str, Any]]) -> None:
+        for e in batch:
+            handle(e)
+
+    return take
+
+
 class AddressError(ValueError):
     """A ``--metrics`` address that cannot be bound."""
 
@@ -68,11 +78,9 @@ class Watchers:
         history must hold every event."""
         out: list[tuple[str, Take]] = []
         if self.exporter is not None:
-            ex = self.exporter
-            out.append(("metrics", lambda batch: [ex.handle(e) for e in batch]))
+            out.append(("metrics", _each(self.exporter.handle)))
         if self.attach is not None:
-            at = self.attach
-            out.append(("attach", lambda batch: [at.handle(e) for e in batch]))
+            out.append(("attach", _each(self.attach.handle)))
         return out
 
     def close(self) -> None:

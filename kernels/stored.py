@@ -43,7 +43,7 @@ class StoredArray:
             return out
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            read_exact(fd, memoryview(out.reshape(-1).view(np.uint8)), start * self.row_bytes())
+            read_exact(fd, out.reshape(-1).view(np.uint8).data, start * self.row_bytes())
         finally:
             os.close(fd)
         return out

@@ -75,9 +75,7 @@ def probe_rates(log: Tee) -> dict[str, float]:
     import numpy as np
 
     from kernels.cuda.bench import random_fr_device, time_device
-    from kernels.cuda.module import kernel
-
-    from kernels.cuda.module import MODULES, OPTIONS
+    from kernels.cuda.module import MODULES, OPTIONS, kernel
     from kernels.cuda.source import assemble
 
     out: dict[str, float] = {}

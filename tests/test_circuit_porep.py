@@ -436,9 +436,9 @@ def test_bench_synth_reports(tmp_path) -> None:
 
 def test_input_constraints_match_r1cs_helper() -> None:
     """The builder writes bellman's input rows in place; they equal with_input_constraints."""
-    from engine.circuit.builder import CircuitBuilder, ONE_MONT
+    from engine.circuit.builder import ONE_MONT, CircuitBuilder
     from engine.circuit.template import Tracer, var
-    from engine.groth16.r1cs import R1CS, CSR, with_input_constraints
+    from engine.groth16.r1cs import CSR, R1CS, with_input_constraints
 
     tr = Tracer("mul", 2)
     o = tr.alloc()
@@ -449,7 +449,10 @@ def test_input_constraints_match_r1cs_helper() -> None:
     shape = cb.compile()
     r = shape.r1cs
     n = r.num_inputs
-    cut = lambda m: CSR(m.indptr[: m.rows - n + 1], m.indices[: m.indptr[m.rows - n]], m.data[: m.indptr[m.rows - n]])
+
+    def cut(m: CSR) -> CSR:
+        return CSR(m.indptr[: m.rows - n + 1], m.indices[: m.indptr[m.rows - n]], m.data[: m.indptr[m.rows - n]])
+
     bare = R1CS(n, r.num_aux, cut(r.A), cut(r.B), cut(r.C))
     assert with_input_constraints(bare, ONE_MONT).digest() == r.digest()
 

@@ -48,7 +48,7 @@ def test_gadget_matches_vectors_and_random(arity: int) -> None:
     shape, (out,) = place_on_free(_template(arity), len(rows))
     z = run(shape, rows)
     zi = from_mont_fr(z)
-    for k, (inputs, expected) in enumerate(cases):
+    for k, (_inputs, expected) in enumerate(cases):
         assert zi[out[k]] == expected
     for k, inputs in enumerate(rand):
         assert zi[out[len(cases) + k]] == poseidon_hash(inputs)

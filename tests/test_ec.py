@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numba import njit
+from oracle import ark_g1, ark_g2
 
 from kernels.constants import P_MOD, R_MOD
 from kernels.cpu import ec_codegen, g1, g2
@@ -28,7 +29,6 @@ from kernels.cpu.convert import (
     ints_to_limbs,
     to_mont_fp,
 )
-from oracle import ark_g1, ark_g2
 
 OPS = ("add", "add_self", "add_neg", "madd", "madd_self", "madd_neg", "dbl", "neg")
 
@@ -54,9 +54,13 @@ def _make_kernel(mod, name: str):
     eq = getattr(mod, f"{name}_eq")
     is_inf = getattr(mod, f"{name}_is_inf")
     if name == "g1":
-        from kernels.cpu.fp import fp_load as fload, fp_mul as fmul, fp_sqr as fsqr
+        from kernels.cpu.fp import fp_load as fload
+        from kernels.cpu.fp import fp_mul as fmul
+        from kernels.cpu.fp import fp_sqr as fsqr
     else:
-        from kernels.cpu.fp2 import fp2_load as fload, fp2_mul as fmul, fp2_sqr as fsqr
+        from kernels.cpu.fp2 import fp2_load as fload
+        from kernels.cpu.fp2 import fp2_mul as fmul
+        from kernels.cpu.fp2 import fp2_sqr as fsqr
 
     @njit
     def rescale(p, lam):

@@ -42,7 +42,16 @@ from kernels.cpu.fp import (
     fp_sub,
     fp_to_mont,
 )
-from kernels.cpu.fp2 import fp2_add, fp2_inv, fp2_load, fp2_mul, fp2_neg, fp2_sqr, fp2_store, fp2_sub
+from kernels.cpu.fp2 import (
+    fp2_add,
+    fp2_inv,
+    fp2_load,
+    fp2_mul,
+    fp2_neg,
+    fp2_sqr,
+    fp2_store,
+    fp2_sub,
+)
 from kernels.cpu.fr import (
     fr_add,
     fr_eq,

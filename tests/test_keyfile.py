@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from engine.groth16 import keyfile
-from engine.groth16.keyfile import HEADER_SIZE, KeyFileError, ProvingKey, load_proving_key, save_proving_key
+from engine.groth16.keyfile import (
+    HEADER_SIZE,
+    KeyFileError,
+    ProvingKey,
+    load_proving_key,
+    save_proving_key,
+)
 
 
 def _random_key(rng: np.random.Generator, num_inputs: int = 2, num_aux: int = 13, log_n: int = 4) -> ProvingKey:

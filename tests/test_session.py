@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import events
-from engine.summary import render_all
 from engine.session import (
     FORMAT,
     SessionError,
@@ -21,6 +20,7 @@ from engine.session import (
     parse_session_text,
     read_session,
 )
+from engine.summary import render_all
 
 FUZZ_EXAMPLES = int(os.environ.get("SEALTOP_FUZZ_EXAMPLES", "300"))
 

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-
 from engine.telemetry import nvml
 from engine.telemetry.counters import COUNTER_NAMES, Counters
 from engine.telemetry.memory import host_info, rss_anon, total_memory

@@ -8,6 +8,7 @@ A 32-bit word is a list of 32 :class:`Bit`, index 0 the least significant bit.
 from __future__ import annotations
 
 from engine.circuit.template import (
+    LC,
     ONE,
     OP_ADDW,
     OP_AND,
@@ -16,7 +17,6 @@ from engine.circuit.template import (
     OP_MAJ,
     OP_UNPACK,
     OP_XOR,
-    LC,
     Bit,
     Tracer,
     lc_sum,
@@ -125,7 +125,7 @@ def add_words(tr: Tracer, words: list[Word], k: int = 0) -> Word:
     first = tr.alloc(nbits)
     for i in range(nbits):
         enforce_boolean(tr, first + i)
-    total = lc_sum((k, var(ONE)), *((1 << i, b.lc()) for w in words for i, b in enumerate(w)))
-    tr.enforce(lc_sum(*((1 << i, var(first + i)) for i in range(nbits))), var(ONE), total)
+    summed = lc_sum((k, var(ONE)), *((1 << i, b.lc()) for w in words for i, b in enumerate(w)))
+    tr.enforce(lc_sum(*((1 << i, var(first + i)) for i in range(nbits))), var(ONE), summed)
     tr.emit(OP_ADDW, first, [nbits, k, len(words), *(b.code for w in words for b in w)])
     return [Bit(first + i) for i in range(32)]

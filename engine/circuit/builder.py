@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.groth16.r1cs import CSR, R1CS
 from engine.circuit.template import SparseRows, Template
+from engine.groth16.r1cs import CSR, R1CS
 from kernels.cpu.convert import to_mont_fr
 
 BUILDER_VERSION = "sealtop-circuit-v1"

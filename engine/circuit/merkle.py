@@ -21,7 +21,7 @@ from engine.circuit.bits import unpack
 from engine.circuit.native import poseidon_many, random_field_254, sha_many
 from engine.circuit.poseidon import poseidon_gadget
 from engine.circuit.sha256 import digest_to_field, field_to_stream, sha256_stream
-from engine.circuit.template import ONE, OP_MUL, LC, Template, Tracer, lc_sum, var
+from engine.circuit.template import LC, ONE, OP_MUL, Template, Tracer, lc_sum, var
 
 
 def _mul_op(tr: Tracer, out: int, l1: LC, l2: LC, l3: LC) -> None:
@@ -38,7 +38,7 @@ def insert_gadget(tr: Tracer, cur: int, sibs: list[int], bits: list[int]) -> lis
         raise ValueError(f"a level of arity {arity} has {arity - 1} siblings, got {len(sibs)}")
     # one-hot indicators e[p] = [position == p], built bit by bit
     ind: list[LC] = [var(ONE)]
-    for i, b in enumerate(bits):
+    for b in bits:
         hi: list[LC] = []
         for f in ind:
             if f == var(ONE):

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit, prange
 
+from engine.circuit.poseidon_native import permute, poseidon_tables
 from engine.circuit.poseidon_params import ARITIES
 from engine.circuit.sha256 import sha256_field
-from engine.circuit.poseidon_native import permute, poseidon_tables
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
 

@@ -9,7 +9,7 @@ native witness (``OP_POSEIDON`` in witness.py) writes them in one pass.
 from __future__ import annotations
 
 from engine.circuit.poseidon_params import poseidon_params
-from engine.circuit.template import ONE, OP_POSEIDON, LC, Tracer, lc_sum, var
+from engine.circuit.template import LC, ONE, OP_POSEIDON, Tracer, lc_sum, var
 
 
 def poseidon_gadget(tr: Tracer, inputs: list[int]) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from kernels.constants import R_MOD
@@ -48,7 +48,7 @@ class PoseidonParams:
         return self.full_rounds * self.t + self.partial_rounds
 
 
-@lru_cache(maxsize=None)
+@cache
 def poseidon_params(arity: int) -> PoseidonParams:
     """The neptune parameters for ``arity`` (2, 8 or 11)."""
     if arity not in ARITIES:

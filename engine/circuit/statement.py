@@ -88,7 +88,7 @@ def statement_from_json(obj: object, where: str = "statement") -> tuple[str, Por
     try:
         preset = str(obj["preset"])
         params = preset_params(preset)
-        vals = [int(str(obj[k])) for k in ("replica_id", "comm_d", "comm_r")]
+        replica_id, comm_d, comm_r = vals = [int(str(obj[k])) for k in ("replica_id", "comm_d", "comm_r")]
         seeds = [bytes.fromhex(str(obj[k])) for k in ("challenge_seed", "graph_seed")]
         partition = obj["partition"]
     except KeyError as exc:
@@ -101,5 +101,5 @@ def statement_from_json(obj: object, where: str = "statement") -> tuple[str, Por
         raise ValueError(f"{where}: seeds must be 32 bytes of hex")
     if any(not 0 <= v < R_MOD for v in vals):
         raise ValueError(f"{where}: replica_id, comm_d and comm_r must be field elements")
-    return preset, PorepStatement(params, *vals, seeds[0], seeds[1], partition)
+    return preset, PorepStatement(params, replica_id, comm_d, comm_r, seeds[0], seeds[1], partition)
 

@@ -205,7 +205,7 @@ class Tracer:
         for k, (code, out, a) in enumerate(self.ops):
             ops[k] = (code, out, len(args), len(a))
             args += a
-        consts = sorted(self.const_ids, key=self.const_ids.get)
+        consts = sorted(self.const_ids, key=self.const_ids.__getitem__)
         return Template(
             name=self.name,
             n_in=self.n_in,

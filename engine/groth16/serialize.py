@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.groth16.curve_int import (
+    G2_B,
     P,
     fp2_add,
     fp2_is_largest,
@@ -26,10 +27,16 @@ from engine.groth16.curve_int import (
     fp_sqrt,
     g1_in_subgroup,
     g2_in_subgroup,
-    G2_B,
 )
 from kernels.constants import G1_B
-from kernels.cpu.convert import G1Int, G2Int, g1_from_storage, g1_to_storage, g2_from_storage, g2_to_storage
+from kernels.cpu.convert import (
+    G1Int,
+    G2Int,
+    g1_from_storage,
+    g1_to_storage,
+    g2_from_storage,
+    g2_to_storage,
+)
 
 PROOF_BYTES = 192
 G1_BYTES = 48

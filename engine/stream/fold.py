@@ -15,10 +15,18 @@ not retried, or the proof failed verification: see :attr:`JobRecord.reason`), ``
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
-from engine.stream.schema import ALL_STAGES, CANCELLED, FAILED, HOLDING, KERNEL_GROUPS, TERMINAL, Event
+from engine.stream.schema import (
+    ALL_STAGES,
+    CANCELLED,
+    FAILED,
+    HOLDING,
+    KERNEL_GROUPS,
+    TERMINAL,
+    Event,
+)
 
 # Bytes of the a, b and c evaluation vectors per constraint (three Fr elements of 32 bytes),
 # a partition's footprint until its partition_timings event reports bytes_held.

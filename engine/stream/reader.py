@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from engine.stream.recorder import FORMAT, FORMAT_VERSION
 from engine.stream.schema import SUPPORTED_SCHEMAS, Event, check_event
@@ -210,7 +211,7 @@ def read_recording(path: str | os.PathLike[str], limit: int = MAX_LINE_BYTES) ->
     return rec
 
 
-def load_session(path: str | os.PathLike[str]) -> tuple[dict, list[Event]]:
+def load_session(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Event]]:
     """(header, events) of a session file, validated. SessionError (one line) on any problem;
     warnings about a crashed recording's end are dropped (read_recording keeps them)."""
     rec = read_recording(path)

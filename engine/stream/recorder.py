@@ -28,9 +28,10 @@ import json
 import os
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from engine.stream.schema import SCHEMA_VERSION, Event
 
@@ -44,14 +45,14 @@ class RecordingError(Exception):
 
 
 class BinaryWriter(Protocol):
-    def write(self, data: bytes, /) -> int | None: ...
+    def write(self, data: bytes | memoryview, /) -> int | None: ...
     def close(self) -> None: ...
 
 
 def header(created: str | None = None) -> dict[str, Any]:
     """The first line of every session file."""
     if created is None:
-        created = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        created = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -161,7 +162,7 @@ class SessionRecorder:
         try:
             if self.compress:
                 if self._member is None:
-                    self._member = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0)  # type: ignore[arg-type]
+                    self._member = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0)
                 self._member.write(data)
             else:
                 self._raw.write(data)
@@ -239,7 +240,7 @@ class SessionRecorder:
         except RecordingError:
             pass
 
-    def __enter__(self) -> "SessionRecorder":
+    def __enter__(self) -> SessionRecorder:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:

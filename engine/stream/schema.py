@@ -18,7 +18,8 @@ reads version 1 and 2 sessions as they are (everything in them is still valid in
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 SCHEMA_VERSION = 3
 SUPPORTED_SCHEMAS = (1, 2, 3)
@@ -100,7 +101,11 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 
 
 def session_start(
-    t: float, config: dict, host: dict, gpus: list[dict], wall_start: str
+    t: float,
+    config: dict[str, Any],
+    host: dict[str, Any],
+    gpus: list[dict[str, Any]],
+    wall_start: str,
 ) -> Event:
     """host: {"cpus": int, "ram_bytes": int}; gpus: [{"index", "name", "memory_total"}]."""
     return {
@@ -178,10 +183,10 @@ def proof_done(t: float, job: int, proof_hex: str, verified: bool, total_ms: flo
 
 def sample(
     t: float,
-    processes: list[dict],
+    processes: list[dict[str, Any]],
     shm_bytes: int,
     counters: dict[str, int],
-    gpus: list[dict],
+    gpus: list[dict[str, Any]],
 ) -> Event:
     """processes: [{"pid", "role", "rss_anon", "cpu_pct" (optional: % of one core since the
     previous sample, null on a process's first)}]; gpus: [{"index", "util", "mem_used",
@@ -220,7 +225,7 @@ def console(t: float, level: str, text: str, engine_state: str | None = None) ->
     return ev
 
 
-def host(t: float, name: str, state: str, address: str, session_start: dict,
+def host(t: float, name: str, state: str, address: str, session_start: dict[str, Any],
          resources: dict[str, float], offset_s: float) -> Event:
     """A host of the farm joined (``session_start``: that host's own session_start event,
     without t and kind) or left (``session_start`` empty). ``offset_s`` is what was added to
@@ -239,7 +244,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_num(v: Any) -> bool:
+def _is_num(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

@@ -14,8 +14,9 @@ is exact: the engine emits each transition under the lock that makes it happen.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Any
 
 from engine.stream.fold import Fold, JobRecord, Key, PartitionRecord, StageChange, fold, kernel_sum
 from engine.stream.schema import ALL_STAGES, CANCELLED, FAILED, HOLDING, TERMINAL, Event
@@ -221,7 +222,7 @@ def gap_split(done: Iterable[PartitionRecord], dealloc_in_wrapper: bool = False)
     return out
 
 
-def _session_config(events: Iterable[Event]) -> dict:
+def _session_config(events: Iterable[Event]) -> dict[str, Any]:
     return next((e.get("config") or {} for e in events if e.get("kind") == "session_start"), {})
 
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 from engine.stream.schema import Event
 
@@ -48,7 +49,7 @@ class _Sink:
     take: Callable[[Batch], None]
     idle: Callable[[], None] | None
     close: Callable[[], None] | None
-    q: queue.Queue = field(default_factory=queue.Queue)
+    q: queue.Queue[Any] = field(default_factory=queue.Queue)
     thread: threading.Thread | None = None
 
 
@@ -60,7 +61,7 @@ class Tap:
 
     def __init__(
         self,
-        source: queue.Queue,
+        source: queue.Queue[Any],
         on_error: Callable[[SinkStats, BaseException], None] | None = None,
         name: str = "sealtop-tap",
     ) -> None:
@@ -90,7 +91,7 @@ class Tap:
         if self._drain is not None:
             raise RuntimeError("add sinks before the tap starts")
         stats = SinkStats(name, essential)
-        q: queue.Queue = queue.Queue() if essential else queue.Queue(maxsize=capacity)
+        q: queue.Queue[Any] = queue.Queue() if essential else queue.Queue(maxsize=capacity)
         self._sinks.append(_Sink(stats, take, idle, close, q))
         return stats
 
@@ -104,7 +105,7 @@ class Tap:
         threads = [self._drain, *(s.thread for s in self._sinks)]
         return [t.native_id for t in threads if t is not None and t.native_id is not None]
 
-    def start(self) -> "Tap":
+    def start(self) -> Tap:
         for s in self._sinks:
             s.thread = threading.Thread(target=self._run_sink, args=(s,),
                                         name=f"{self.name}-{s.stats.name}", daemon=True)
@@ -166,7 +167,7 @@ class Tap:
             batch: Batch = []
             end = item is _END
             if not end:
-                batch.append(item)  # type: ignore[arg-type]
+                batch.append(item)
                 while len(batch) < BATCH_MAX:
                     try:
                         nxt = s.q.get_nowait()

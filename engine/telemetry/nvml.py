@@ -7,8 +7,10 @@ refuses (some are unsupported on some boards) is None on its own; nothing here e
 
 from __future__ import annotations
 
+import functools
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {"tried": False, "ok": False, "mod": None}
@@ -49,7 +51,7 @@ def gpu_list() -> list[dict]:
     n = _safe(nv.nvmlDeviceGetCount) or 0
     out = []
     for i in range(n):
-        h = _safe(lambda i=i: nv.nvmlDeviceGetHandleByIndex(i))
+        h = _safe(functools.partial(nv.nvmlDeviceGetHandleByIndex, i))
         name = _safe(lambda: _text(nv.nvmlDeviceGetName(h))) if h is not None else None
         mem = _safe(lambda: nv.nvmlDeviceGetMemoryInfo(h).total) if h is not None else None
         out.append({"index": i, "name": name, "memory_total": mem})

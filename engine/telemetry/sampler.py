@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from engine import events
 from engine.telemetry.memory import rss_anon
 from engine.telemetry.nvml import read_gpu
-
 
 _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 

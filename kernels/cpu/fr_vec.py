@@ -3,7 +3,17 @@
 import numpy as np
 from numba import njit, prange
 
-from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_inv, fr_is_zero, fr_load, fr_mul, fr_store, fr_sub
+from kernels.cpu.fr import (
+    FR_ONE,
+    FR_ZERO,
+    fr_add,
+    fr_inv,
+    fr_is_zero,
+    fr_load,
+    fr_mul,
+    fr_store,
+    fr_sub,
+)
 
 
 @njit(cache=True, parallel=True)
