@@ -47,7 +47,7 @@ def config(base_dir) -> EngineConfig:
     base = base_dir
     return EngineConfig(
         backend="cpu", partition_workers=1, gpu_channel_capacity=1, preset=_preset(),
-        partitions=2, param_cache=str(base / "params"), session_dir=str(base / "sessions"),
+        partitions=2, param_cache=str(base / "params"),
         sample_interval_s=0.2,
     )
 
