@@ -106,7 +106,7 @@ def test_the_engine_command_line_refuses_in_one_line(tmp_path: Path, monkeypatch
 
     cfg = tmp_path / "e.toml"
     cfg.write_text(f'[engine]\nbackend = "cpu"\npartition_workers = 1\n[paths]\nparam_cache = "{tmp_path / "p"}"\n'
-                   f'session_dir = "{tmp_path / "s"}"\n[jobs]\npreset = "{PRESET}"\npartitions = 1\n')
+                   f'[jobs]\npreset = "{PRESET}"\npartitions = 1\n')
     _free(monkeypatch, 1000)
     _no_setup(monkeypatch)
     rc = cli.main(["run", "--config", str(cfg), "--jobs", "1"])
