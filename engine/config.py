@@ -5,7 +5,7 @@ A config has four tables (every key optional; the defaults suit a CPU-only lapto
     [engine]     backend, devices, partition_workers, gpu_channel_capacity,
                  gpu_slots_per_device, memory_budget, permit_release, dealloc, b_g2,
                  abc_eval, stall_after_s, stall_action
-    [paths]      param_cache, session_dir, damaged_key
+    [paths]      param_cache, damaged_key
     [telemetry]  sample_interval_s
     [jobs]       preset, partitions, seed
     [cluster]    scheduler, host_slots, needs
@@ -112,7 +112,6 @@ class EngineConfig:
     stall_after_s: float = 120.0
     stall_action: str = "report"
     param_cache: str = "~/.cache/sealtop/params"
-    session_dir: str = "~/.local/share/sealtop/sessions"
     damaged_key: str = "refuse"  # regenerate: run setup again over a key that fails its checksum
     sample_interval_s: float = 0.5
     preset: str = "chain-64"
@@ -131,9 +130,6 @@ class EngineConfig:
 
     def param_cache_path(self) -> Path:
         return Path(os.path.expanduser(self.param_cache))
-
-    def session_dir_path(self) -> Path:
-        return Path(os.path.expanduser(self.session_dir))
 
 
 KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
@@ -154,7 +150,7 @@ _LAYOUT: dict[str, tuple[str, ...]] = {
         "stall_after_s",
         "stall_action",
     ),
-    "paths": ("param_cache", "session_dir", "damaged_key"),
+    "paths": ("param_cache", "damaged_key"),
     "telemetry": ("sample_interval_s",),
     "jobs": ("preset", "partitions", "seed"),
     "cluster": ("scheduler", "host_slots", "needs"),
@@ -241,7 +237,6 @@ _CHECKS: dict[str, Any] = {
     "stall_after_s": _seconds(1, 86400, off=True),
     "stall_action": _choice(STALL_ACTIONS),
     "param_cache": _str,
-    "session_dir": _str,
     "damaged_key": _choice(DAMAGED_KEY),
     "sample_interval_s": _interval,
     "preset": _str,
