@@ -28,6 +28,13 @@
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
 #   variants       G1 MSM timings ($VARIANT_BENCH) for each build variant in $VARIANTS
+#   devkey_tests   the device-made key and H step GPU tests (medium), plus $EXTRA_GPU_TESTS
+#   devkey_large   the device-made key equal to setup's key file at large (SEALTOP_HEAVY=1)
+#   build32g       build the porep-32g circuit into .params/circuits (time, peak RSS, disk)
+#   pipe32g        bench pipeline --preset porep-32g with sample-configs/porep-32g-h200.toml,
+#                  $JOBS32 jobs (default 1) of 10 partitions; the prover generates the key on the
+#                  GPU (the disk cannot hold it); GPU memory sampled by nvidia-smi every 0.5 s;
+#                  the session recorded (gzipped) and /dev/shm listed after
 # The kernels step takes its --bench spec from $KERNELS_BENCH when set.
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
@@ -116,6 +123,32 @@ for s in "$@"; do
       pipe diag_2slot 100 --jobs 6 --set 'devices=[0]'
       unset SEALTOP_PROVER_TRACE ;;
     two_gpu) wait_warm; pipe one_gpu 100 --jobs 6 --set 'devices=[0]'; pipe two_gpu 100 --jobs 6 --set 'devices=[0,1]' ;;
+    devkey_tests) step devkey_tests 240 python3 -m pytest -q -m gpu -p no:cacheprovider -x \
+        tests/test_device_key_gpu.py tests/test_cuda_ntt.py ${EXTRA_GPU_TESTS:-} ;;
+    devkey_large) SEALTOP_HEAVY=1 step devkey_large 300 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        -k large tests/test_device_key_gpu.py ;;
+    build32g) step build32g "${BUILD32_S:-300}" python3 -c "
+import resource, shutil, time
+from engine.circuit.porep import build_porep
+from engine.pipeline.circuits import circuit_cache_dir
+t = time.time()
+d = circuit_cache_dir('$PWD/.params')
+s = build_porep('porep-32g', d, progress=lambda m: print(f'{time.time() - t:7.1f} s  {m}', flush=True))
+r = s.r1cs
+print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz {r.A.nnz + r.B.nnz + r.C.nnz} '
+      f'in {time.time() - t:.1f} s; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB; '
+      f'disk free {shutil.disk_usage(d).free / 2**30:.1f} GiB')" ;;
+    pipe32g) wait_warm
+      (nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 500 > "$work/gpu_mem32g.csv" 2>&1 &
+       echo $! > "$work/smi.pid")
+      step pipe32g "${PIPE32_S:-420}" python3 -m engine bench pipeline --preset porep-32g \
+        --config sample-configs/porep-32g-h200.toml --jobs "${JOBS32:-1}" --json "$work/pipe32g.json" \
+        --record "$work/pipe32g.jsonl" --set "param_cache=\"$PWD/.params\"" --set "session_dir=\"$work\"" ${PIPE32_SET:-}
+      kill "$(cat "$work/smi.pid")" 2>/dev/null
+      ls -la /dev/shm > "$work/shm_after.txt" 2>&1
+      sort -t, -k2 -n "$work/gpu_mem32g.csv" | tail -1 > "$work/gpu_mem32g_peak.txt"
+      gzip -f "$work/pipe32g.jsonl" 2>/dev/null; cp "$work/pipe32g.jsonl.gz" "$out/" 2>/dev/null
+      tar czf "$out/results.tgz" --exclude=cupy_cache.tar.gz -C "$work" . ;;
     *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
   esac
 done

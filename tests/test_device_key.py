@@ -155,3 +155,15 @@ def test_make_device_key_proves_like_the_key_file(tmp_path: Path) -> None:
         mp.setattr(proving, "device_free", lambda _b: monkeypatch_free)
         with pytest.raises(KeyRoomError, match=f"{need} bytes needed, {need - 1} free"):
             proving.make_device_key(source, cpu)
+
+
+def test_the_porep_32g_sample_config_follows_the_plan() -> None:
+    """sample-configs/porep-32g-h200.toml: one slot, B2 on the GPU, and a memory budget that
+    holds 4 partitions of porep-32g (z + a + b + c from its counts) but not a fifth."""
+    from engine.config import load_config
+
+    cfg = load_config(Path(__file__).resolve().parents[1] / "sample-configs" / "porep-32g-h200.toml")
+    part = (3 * 130_987_381 + 130_105_147) * 32  # docs/PLAN-32G.md: 16,738,153,280
+    assert (cfg.backend, cfg.gpu_slots_per_device, cfg.b_g2, cfg.partition_workers) == ("cuda", 1, "gpu", 4)
+    assert 4 * part <= cfg.memory_budget < 5 * part
+    assert cfg.preset == "porep-32g" and cfg.partitions == 10

@@ -6,20 +6,25 @@ the secret tau, which are transposed sparse products with the Lagrange basis at 
 
     L_i(tau) = (tau^n − 1) / n · omega^i / (tau − omega^i),   u_j(tau) = Σ_i A[i, j] · L_i(tau).
 
-Everything is Fr in the storage layout; the scalar loops are numba kernels.
+Everything is Fr in the storage layout; the scalar loops are numba kernels, parallel over all of
+numba's threads: at porep-32g (2^27, 778 M nonzeros) one thread would spend minutes in them. The
+transposed product gives each thread a range of columns holding an equal share of the nonzeros
+(every thread scans the row pointers and column indices, and multiplies only its own entries,
+so no two threads add into one column); the geometric sequence and the batch inversion run one
+chunk per thread from a chunk's own start (a power of the ratio) or its own inversion. Field
+arithmetic is exact, so the results are the serial ones bit for bit.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numba
 from numba import njit, prange
 
-from engine.groth16.r1cs import R1CS
-from engine.groth16.sparse import matvec_transposed
+from engine.groth16.r1cs import CSR, R1CS
 from kernels.constants import R_MOD, root_of_unity
-from kernels.cpu import fr_vec
 from kernels.cpu.convert import to_mont_fr
-from kernels.cpu.fr import fr_add, fr_load, fr_mul, fr_store, fr_sub
+from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_inv, fr_is_zero, fr_load, fr_mul, fr_store, fr_sub
 
 
 def domain_log(num_constraints: int) -> int:
@@ -27,13 +32,52 @@ def domain_log(num_constraints: int) -> int:
     return max(1, (max(num_constraints, 2) - 1).bit_length())
 
 
-@njit(cache=True)
-def _geometric(start, ratio, out):
-    acc = fr_load(start, 0)
+@njit(cache=True, parallel=True)
+def _geometric(starts, ratio, step, out):
+    """out[i] = start · ratio^i, chunk c (rows c·step ..) from its own start starts[c]."""
     r = fr_load(ratio, 0)
-    for i in range(out.shape[0]):
-        fr_store(out, i, acc)
-        acc = fr_mul(acc, r)
+    n = out.shape[0]
+    for c in prange(starts.shape[0]):
+        acc = fr_load(starts, c)
+        for i in range(c * step, min(n, (c + 1) * step)):
+            fr_store(out, i, acc)
+            acc = fr_mul(acc, r)
+
+
+@njit(cache=True, parallel=True)
+def _batch_inv(a, step, out):
+    """Montgomery's trick per chunk of ``step`` rows (one inversion each); zeros map to zero."""
+    n = a.shape[0]
+    for c in prange((n + step - 1) // step):
+        lo, hi = c * step, min(n, (c + 1) * step)
+        acc = FR_ONE
+        for i in range(lo, hi):
+            fr_store(out, i, acc)
+            x = fr_load(a, i)
+            if not fr_is_zero(x):
+                acc = fr_mul(acc, x)
+        inv = fr_inv(acc)
+        for i in range(hi - 1, lo - 1, -1):
+            x = fr_load(a, i)
+            if fr_is_zero(x):
+                fr_store(out, i, FR_ZERO)
+                continue
+            fr_store(out, i, fr_mul(inv, fr_load(out, i)))
+            inv = fr_mul(inv, x)
+
+
+@njit(cache=True, parallel=True)
+def _transposed(indptr, indices, data, x, bounds, out):
+    """out[col] += data[k] · x[row] for every nonzero; thread t owns the columns in
+    [bounds[t], bounds[t + 1])."""
+    rows = indptr.shape[0] - 1
+    for t in prange(bounds.shape[0] - 1):
+        lo, hi = bounds[t], bounds[t + 1]
+        for row in range(rows):
+            for k in range(indptr[row], indptr[row + 1]):
+                col = indices[k]
+                if col >= lo and col < hi:
+                    fr_store(out, col, fr_add(fr_load(out, col), fr_mul(fr_load(data, k), fr_load(x, row))))
 
 
 @njit(cache=True, parallel=True)
@@ -65,10 +109,49 @@ def _m(x: int) -> np.ndarray:
     return to_mont_fr([x])
 
 
+def _chunk(n: int) -> int:
+    """Rows per chunk: one chunk per numba thread (at least 4096 rows, so small vectors stay
+    in one or a few chunks)."""
+    return max(4096, -(-n // numba.get_num_threads()))
+
+
 def geometric(start: int, ratio: int, n: int) -> np.ndarray:
     """[start · ratio^i for i < n] as Fr storage."""
     out = np.empty((n, 4), np.uint64)
-    _geometric(_m(start), _m(ratio), out)
+    if n:
+        step = _chunk(n)
+        jump = pow(ratio, step, R_MOD)
+        starts = [start % R_MOD]
+        while len(starts) * step < n:
+            starts.append(starts[-1] * jump % R_MOD)
+        _geometric(to_mont_fr(starts), _m(ratio), step, out)
+    return out
+
+
+def batch_inv(a: np.ndarray) -> np.ndarray:
+    """Elementwise inverse of an Fr vector (zeros map to zero), a chunk per thread."""
+    out = np.empty_like(a)
+    if len(a):
+        _batch_inv(np.ascontiguousarray(a), _chunk(len(a)), out)
+    return out
+
+
+def transposed_product(m: CSR, x: np.ndarray, num_cols: int, threads: int | None = None) -> np.ndarray:
+    """``Mᵀ · x`` (one Fr value per column), equal to engine.groth16.sparse.matvec_transposed,
+    with the columns split among numba's threads by equal shares of the nonzeros."""
+    if x.dtype != np.uint64 or x.ndim != 2 or x.shape[1] != 4 or x.shape[0] < m.rows:
+        raise ValueError(f"row vector must be an Fr vector uint64[>= {m.rows}, 4], got {x.dtype}{list(x.shape)}")
+    out = np.zeros((num_cols, 4), np.uint64)
+    if m.nnz == 0 or num_cols == 0:
+        return out
+    indices = np.ascontiguousarray(m.indices, np.int32)
+    if threads is None:  # column ranges; below 2^16 nonzeros one range is faster
+        threads = numba.get_num_threads() if m.nnz >= 1 << 16 else 1
+    per_col = np.cumsum(np.bincount(indices, minlength=num_cols))
+    cuts = np.searchsorted(per_col, np.arange(1, threads) * (m.nnz / threads), side="left") + 1
+    bounds = np.unique(np.concatenate(([0], np.minimum(cuts, num_cols), [num_cols]))).astype(np.int64)
+    _transposed(np.ascontiguousarray(m.indptr, np.int64), indices,
+                np.ascontiguousarray(m.data, np.uint64), np.ascontiguousarray(x), bounds, out)
     return out
 
 
@@ -82,7 +165,7 @@ def lagrange_at(tau: int, log_n: int) -> np.ndarray:
     powers = geometric(1, omega, n)
     diff = np.empty_like(powers)
     _sub_from_const(_m(tau), powers, diff)
-    inv = fr_vec.batch_inv(diff)
+    inv = batch_inv(diff)
     out = np.empty_like(powers)
     _scale_mul(powers, inv, _m(z_tau * pow(n, -1, R_MOD) % R_MOD), out)
     return out
@@ -93,9 +176,9 @@ def uvw_at(r1cs: R1CS, tau: int, log_n: int) -> tuple[np.ndarray, np.ndarray, np
     lag = lagrange_at(tau, log_n)
     nv = r1cs.num_vars
     return (
-        matvec_transposed(r1cs.A, lag, nv),
-        matvec_transposed(r1cs.B, lag, nv),
-        matvec_transposed(r1cs.C, lag, nv),
+        transposed_product(r1cs.A, lag, nv),
+        transposed_product(r1cs.B, lag, nv),
+        transposed_product(r1cs.C, lag, nv),
     )
 
 

@@ -29,9 +29,8 @@ from typing import Any, Callable
 import numpy as np
 
 from engine.groth16.keyfile import ProvingKey
-from engine.groth16.qap import combine, domain_log, geometric, lagrange_at
+from engine.groth16.qap import combine, domain_log, geometric, lagrange_at, transposed_product
 from engine.groth16.r1cs import R1CS
-from engine.groth16.sparse import matvec_transposed
 from kernels.backend import Backend
 from kernels.constants import G1_GEN, G2_GEN, R_MOD
 from kernels.cpu.convert import g1_to_storage, g2_to_storage, to_mont_fr
@@ -81,12 +80,12 @@ def _scalars(r1cs: R1CS, t: dict[str, int], log_n: int,
     z_tau = (pow(tau, n, R_MOD) - 1) % R_MOD
     yield "h", "g1", timed(f"H scalars: {n - 1} powers", lambda: geometric(z_tau * delta_inv % R_MOD, tau, n - 1))
     lag = timed(f"Lagrange basis: domain 2^{log_n}", lambda: lagrange_at(tau, log_n))
-    u = timed(f"u = A^T L: {nv} variables", lambda: matvec_transposed(r1cs.A, lag, nv))
+    u = timed(f"u = A^T L: {nv} variables", lambda: transposed_product(r1cs.A, lag, nv))
     yield "a", "g1", u
-    v = timed(f"v = B^T L: {nv} variables", lambda: matvec_transposed(r1cs.B, lag, nv))
+    v = timed(f"v = B^T L: {nv} variables", lambda: transposed_product(r1cs.B, lag, nv))
     yield "b_g1", "g1", v
     yield "b_g2", "g2", v
-    w = timed(f"w = C^T L: {nv} variables", lambda: matvec_transposed(r1cs.C, lag, nv))
+    w = timed(f"w = C^T L: {nv} variables", lambda: transposed_product(r1cs.C, lag, nv))
     del lag
     ic = timed(f"IC: {ni} inputs", lambda: combine(u[:ni], v[:ni], w[:ni], alpha, beta, pow(gamma, -1, R_MOD)))
     yield "ic", "g1", ic
