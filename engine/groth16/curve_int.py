@@ -8,7 +8,7 @@ G1 (x, y), G2 ((x.c0, x.c1), (y.c0, y.c1)), None for infinity.
 
 from __future__ import annotations
 
-from kernels.constants import G1_B, P_MOD, R_MOD
+from kernels.constants import P_MOD, R_MOD
 
 P = P_MOD
 Fp2 = tuple[int, int]
@@ -107,43 +107,12 @@ def _mul(f: _Field, p, k: int):
 G2_B: Fp2 = (4, 4)
 
 
-def g1_on_curve(p) -> bool:
-    x, y = p
-    return (y * y - x * x * x - G1_B) % P == 0
-
-
-def g2_on_curve(p) -> bool:
-    x, y = p
-    rhs = fp2_add(fp2_mul(fp2_mul(x, x), x), G2_B)
-    return fp2_mul(y, y) == rhs
-
-
 def g1_in_subgroup(p) -> bool:
     return _mul(_FP, p, R_MOD) is None
 
 
 def g2_in_subgroup(p) -> bool:
     return _mul(_FP2, p, R_MOD) is None
-
-
-def g1_neg(p):
-    return None if p is None else (p[0], -p[1] % P)
-
-
-def g1_add(p, q):
-    return _add(_FP, p, q)
-
-
-def g1_mul(p, k: int):
-    return _mul(_FP, p, k % R_MOD)
-
-
-def g2_add(p, q):
-    return _add(_FP2, p, q)
-
-
-def g2_mul(p, k: int):
-    return _mul(_FP2, p, k % R_MOD)
 
 
 def fp_is_largest(y: int) -> bool:

@@ -33,9 +33,7 @@ from kernels.cpu.convert import (
     G1Int,
     G2Int,
     g1_from_storage,
-    g1_to_storage,
     g2_from_storage,
-    g2_to_storage,
 )
 
 PROOF_BYTES = 192
@@ -147,8 +145,3 @@ def decode_proof(data: bytes) -> Proof:
         g2_decompress(bytes(data[48:144]), "proof B"),
         g1_decompress(bytes(data[144:]), "proof C"),
     )
-
-
-def proof_rows(proof: Proof) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A proof as storage rows (G1 uint64[12], G2 uint64[24], G1 uint64[12])."""
-    return g1_to_storage([proof.a])[0], g2_to_storage([proof.b])[0], g1_to_storage([proof.c])[0]
