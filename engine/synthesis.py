@@ -19,8 +19,8 @@ import numpy as np
 from numba import njit, prange
 
 from engine.groth16.r1cs import CSR, R1CS
-from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_eq, fr_load, fr_mul, fr_store, fr_sub
 from kernels.cpu.convert import to_mont_fr
+from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_eq, fr_load, fr_mul, fr_store, fr_sub
 
 _ONE = np.array(FR_ONE, np.uint64)
 _NEG_ONE = to_mont_fr([-1])[0]
@@ -261,3 +261,49 @@ def synthesize_partition(
         public, z, abc, r.num_constraints, r.num_vars, r.nnz,
         float(np.count_nonzero(aux < 2) / max(len(aux), 1)), t1 - t0, t2 - t1,
     )
+
+
+# -- abc_eval = "gpu": the witness alone, sent in compact form --------------------------------
+# Witness-program opcodes whose outputs are bits (engine/circuit/template.py): XOR, AND, CH and
+# MAJ write one bit at ``out``; ADDW and UNPACK write ``args[a0]`` bits from ``out``.
+_ONE_BIT_OPS = (2, 3, 4, 5)
+_MANY_BIT_OPS = (6, 7)
+
+
+def template_bit_slots(t) -> int:
+    """How many local slots of template ``t`` only bit operations write (always 0 or 1)."""
+    bits: set[int] = set()
+    other: set[int] = set()
+    for code, out, a0, _na in np.asarray(t.ops).tolist():
+        if code in _ONE_BIT_OPS:
+            bits.add(out)
+        elif code in _MANY_BIT_OPS:
+            bits.update(range(out, out + int(t.args[a0])))
+        else:
+            other.add(out)
+    return len(bits - other)
+
+
+def general_capacity(shape) -> int:
+    """The most variables of a witness of this circuit shape that can be neither 0 nor 1: all
+    but those only a bit operation writes (the public inputs, the job's free values and every
+    field-valued slot count). The compact witness's segment reserves exactly this many general
+    values (engine.groth16.compact.WitnessLayout), so its size is known from the circuit."""
+    per_template = [template_bit_slots(t) for t in shape.templates]
+    bit_vars = sum(st.count * per_template[st.template] for st in shape.stages)
+    return int(shape.num_vars - bit_vars)
+
+
+def synthesize_compact(witness, r: R1CS, z: np.ndarray, words: np.ndarray, layout) -> tuple[float, float, int]:
+    """abc_eval = "gpu"'s synthesis: ``witness(z)`` fills the worker's own buffer ``z`` (no
+    a, b, c are evaluated here), then its compact form is written into the segment words
+    ``words`` laid out by ``layout``. Returns (witness ms, compaction ms, general values)."""
+    from engine.groth16.compact import write_compact
+
+    if z.shape != (r.num_vars, 4) or z.dtype != np.uint64:
+        raise ValueError(f"witness buffer must be uint64[{r.num_vars}, 4], got {z.dtype}{list(z.shape)}")
+    t0 = now_ms()
+    witness(z)
+    t1 = now_ms()
+    g = write_compact(z, words, layout)
+    return t1 - t0, now_ms() - t1, g

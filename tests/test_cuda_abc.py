@@ -61,3 +61,30 @@ def test_wrong_dtype_is_one_line() -> None:
 
     with pytest.raises(ValueError, match="^compact array a_cols must be int32, got int64$"):
         dev.upload({"a_cols": np.zeros(3, np.int64)})
+
+
+def test_evaluate_abc_writes_the_padded_h_input() -> None:
+    """evaluate_abc writes A·z, B·z, C·z into the rows of a zeroed uint64[3, domain, 4] device
+    array (the H step's input) equal to the CPU's prover-side evaluation, leaves the padding
+    zero, and returns the full z; a wrong shape is one line."""
+    import cupy as cp
+    from test_compact import _random_case
+
+    from engine.groth16.compact import compact_r1cs, compact_witness, evaluate_abc_host
+    from kernels.cuda import abc as dev
+
+    rng = random.Random(secrets.randbits(64))
+    for _ in range(5):
+        r, z = _random_case(rng)
+        cm, w = compact_r1cs(r), compact_witness(z)
+        rows = r.num_constraints
+        dom = 1 << max(1, rows.bit_length())
+        want = np.zeros((3, dom, 4), np.uint64)
+        evaluate_abc_host(cm, w, want)
+        got = cp.zeros((3, dom, 4), dtype=cp.uint64)
+        zd = dev.evaluate_abc(dev.upload(cm.arrays()), dev.upload(w.arrays()), cm.num_vars, got)
+        assert np.array_equal(cp.asnumpy(got), want)
+        assert np.array_equal(cp.asnumpy(zd), z)
+    with pytest.raises(ValueError, match="H input must be a contiguous"):
+        dev.evaluate_abc(dev.upload(cm.arrays()), dev.upload(w.arrays()), cm.num_vars,
+                         cp.zeros((3, rows - 1 if rows > 1 else 0, 4), dtype=cp.uint64))

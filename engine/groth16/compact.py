@@ -9,7 +9,8 @@ Matrix (per A, B, C), built once per circuit from the CSR form (36 bytes per non
 - ``cols``: int32[nnz], the variable of each nonzero;
 - ``cidx``: uint16[nnz], the coefficient of each nonzero as an index into ``coefs``;
 - ``coefs``: uint64[k, 4] (Fr Montgomery), the distinct coefficients of all three matrices,
-  shared; entry 0 is +1 and entry 1 is -1 (present or not), so an evaluator can add or subtract
+  shared; entry 0 is +1 and entry 1 is -1 (present or not), the others in order of first
+  appearance, so an evaluator can add or subtract
   without a multiplication. A porep circuit has about 1,340 distinct coefficients.
 That is 6 bytes per nonzero plus 4 per row.
 
@@ -30,6 +31,7 @@ values do not depend on the order of the terms).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -117,28 +119,55 @@ class CompactWitness:
         return {"bits": self.bits, "general": self.general, "gidx": self.gidx, "gval": self.gval}
 
 
+HASH_BITS = 18  # a 2^18-slot open-addressing table: at most MAX_COEFS entries, a quarter full
+
+
+@njit(cache=True)
+def _intern(data, keys, count, slots, idx):
+    """idx[j] = the table index of value data[j], adding values not seen yet after the
+    ``count`` already in ``keys``; returns the new count, or -1 once more than keys holds."""
+    mask = slots.shape[0] - 1
+    cap = keys.shape[0]
+    for j in range(data.shape[0]):
+        d0, d1, d2, d3 = data[j, 0], data[j, 1], data[j, 2], data[j, 3]
+        h = ((d0 ^ (d1 * np.uint64(0x9E3779B97F4A7C15)) ^ d2 ^ d3) * np.uint64(0xBF58476D1CE4E5B9))
+        at = np.int64(h >> np.uint64(64 - HASH_BITS)) & mask
+        while True:
+            e = slots[at]
+            if e < 0:
+                if count >= cap:
+                    return -1
+                keys[count, 0], keys[count, 1], keys[count, 2], keys[count, 3] = d0, d1, d2, d3
+                slots[at] = count
+                idx[j] = count
+                count += 1
+                break
+            if keys[e, 0] == d0 and keys[e, 1] == d1 and keys[e, 2] == d2 and keys[e, 3] == d3:
+                idx[j] = e
+                break
+            at = (at + 1) & mask
+    return count
+
+
 def _coef_table(mats: tuple[CSR, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The shared table (+1, -1, then the other distinct values ascending) and, per matrix,
-    each nonzero's index into it."""
-    data = [np.ascontiguousarray(m.data, np.uint64).reshape(-1, 4) for m in mats]
-    allv = np.concatenate(data) if data else np.zeros((0, 4), np.uint64)
-    # one structured view per row so np.unique compares whole 32-byte values
-    view = np.ascontiguousarray(allv).view(np.dtype((np.void, 32))).ravel()
-    fixed = np.stack([ONE_MONT, NEG_ONE_MONT]).view(np.dtype((np.void, 32))).ravel()
-    uniq, inverse = np.unique(np.concatenate([fixed, view]), return_inverse=True)
-    # renumber so +1 -> 0 and -1 -> 1, the rest keep their (sorted) order after them
-    order = np.concatenate([inverse[:2], np.setdiff1d(np.arange(len(uniq)), inverse[:2])])
-    if len(order) > MAX_COEFS:
-        raise CompactError(f"the circuit has {len(order)} distinct coefficients, the compact form holds {MAX_COEFS}")
-    rank = np.empty(len(uniq), np.int64)
-    rank[order] = np.arange(len(order))
-    table = np.ascontiguousarray(uniq[order]).view(np.uint64).reshape(-1, 4)
-    idx = rank[inverse[2:]].astype(np.uint16)
-    parts, at = [], 0
-    for d in data:
-        parts.append(idx[at : at + len(d)])
-        at += len(d)
-    return table, parts
+    """The shared table (+1, -1, then the other distinct values in the order they first
+    appear) and, per matrix, each nonzero's index into it. One pass over the nonzeros with a
+    hash table (porep-32g has 778 M nonzeros and about 2,300 distinct values)."""
+    keys = np.zeros((MAX_COEFS, 4), np.uint64)
+    slots = np.full(1 << HASH_BITS, -1, np.int64)
+    fixed = np.stack([ONE_MONT, NEG_ONE_MONT])
+    count = _intern(fixed, keys, 0, slots, np.empty(2, np.uint16))
+    parts = []
+    for m in mats:
+        data = np.ascontiguousarray(m.data, np.uint64).reshape(-1, 4)
+        idx = np.empty(len(data), np.uint16)
+        got = _intern(data, keys, count, slots, idx) if len(data) else count
+        if got < 0:
+            raise CompactError(f"the circuit has more than {MAX_COEFS} distinct coefficients, "
+                               f"the compact form holds {MAX_COEFS}")
+        count = got
+        parts.append(idx)
+    return np.ascontiguousarray(keys[:count]), parts
 
 
 def compact_r1cs(r: R1CS) -> CompactR1CS:
@@ -203,6 +232,146 @@ def expand_witness(w: CompactWitness) -> np.ndarray:
     return z
 
 
+# -- the compact witness in a shared-memory segment ------------------------------------------
+SEGMENT_MAGIC = 0x5345414C43575431  # "SEALCWT1": a compact witness segment, version 1
+HEADER_WORDS = 4  # magic, num_vars, capacity, g (the general values written)
+BLOCK_VARS = 64  # one bitmap word per 64 variables
+
+
+@dataclass(frozen=True)
+class WitnessLayout:
+    """Where a compact witness lies in a segment of uint64 words, from the circuit alone.
+
+    ``capacity`` is the most general values a witness of the circuit can hold (the variables
+    no bit operation writes, engine.synthesis.general_capacity); the layout reserves exactly
+    that, so the segment's size is known before synthesis and the budget can count it. Words:
+    the header, the value bitmap and the general bitmap (one word per 64 variables each, bit i
+    of the bytes in little-endian order as in :class:`CompactWitness`), ``gidx`` (int32, two
+    per word) and ``gval`` (four words per value)."""
+
+    num_vars: int
+    capacity: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.capacity <= self.num_vars or self.num_vars >= 1 << 31:
+            raise CompactError(f"a compact witness layout holds up to 2^31 - 1 variables and at most "
+                               f"one general value each, got {self.num_vars} and {self.capacity}")
+
+    @property
+    def bitmap_words(self) -> int:
+        return (self.num_vars + BLOCK_VARS - 1) // BLOCK_VARS
+
+    @property
+    def words(self) -> int:
+        return HEADER_WORDS + 2 * self.bitmap_words + (self.capacity + 1) // 2 + 4 * self.capacity
+
+    @property
+    def nbytes(self) -> int:
+        return 8 * self.words
+
+    def views(self, buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(header, value bitmap words, general bitmap words, gidx[capacity], gval[capacity, 4]):
+        views of a uint64 buffer of at least ``words`` words (a segment's array)."""
+        flat = np.asarray(buf).reshape(-1)
+        if flat.dtype != np.uint64 or len(flat) < self.words:
+            raise CompactError(f"a compact witness segment must be uint64[{self.words}] or more, "
+                               f"got {flat.dtype}[{len(flat)}]")
+        nb, cap = self.bitmap_words, self.capacity
+        at = HEADER_WORDS
+        bits, at = flat[at : at + nb], at + nb
+        general, at = flat[at : at + nb], at + nb
+        gw = (cap + 1) // 2
+        gidx, at = flat[at : at + gw].view(np.int32)[:cap], at + gw
+        gval = flat[at : at + 4 * cap].reshape(cap, 4)
+        return flat[:HEADER_WORDS], bits, general, gidx, gval
+
+
+@njit(cache=True, parallel=True)
+def _pack_blocks(z, one, bits, general, counts):
+    """Per block of 64 variables: the value and general bitmap words and the general count."""
+    n = z.shape[0]
+    for blk in prange(bits.shape[0]):
+        bw = np.uint64(0)
+        gw = np.uint64(0)
+        cnt = 0
+        for i in range(blk * 64, min(n, blk * 64 + 64)):
+            m = np.uint64(1) << np.uint64(i - blk * 64)
+            if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
+                continue
+            if z[i, 0] == one[0] and z[i, 1] == one[1] and z[i, 2] == one[2] and z[i, 3] == one[3]:
+                bw |= m
+            else:
+                gw |= m
+                cnt += 1
+        bits[blk] = bw
+        general[blk] = gw
+        counts[blk] = cnt
+
+
+@njit(cache=True, parallel=True)
+def _gather_general(z, general, starts, gidx, gval):
+    """gidx/gval of the general variables, block by block at each block's start."""
+    for blk in prange(general.shape[0]):
+        gw = general[blk]
+        if gw == 0:
+            continue
+        k = starts[blk]
+        for j in range(64):
+            if (gw >> np.uint64(j)) & np.uint64(1):
+                i = blk * 64 + j
+                gidx[k] = i
+                for w in range(4):
+                    gval[k, w] = z[i, w]
+                k += 1
+
+
+def write_compact(z: np.ndarray, buf: np.ndarray, layout: WitnessLayout) -> int:
+    """Write the compact form of witness ``z`` into segment words ``buf`` laid out by
+    ``layout`` (what a synthesis worker sends instead of a, b, c); returns the number of
+    general values. CompactError (one line) if z does not fit the layout."""
+    if z.dtype != np.uint64 or z.ndim != 2 or z.shape[1] != 4 or z.shape[0] != layout.num_vars:
+        raise CompactError(f"a witness for this layout must be uint64[{layout.num_vars}, 4], "
+                           f"got {z.dtype}{list(z.shape)}")
+    header, bits, general, gidx, gval = layout.views(buf)
+    counts = np.empty(layout.bitmap_words, np.int64)
+    _pack_blocks(np.ascontiguousarray(z), ONE_MONT, bits, general, counts)
+    starts = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    g = int(counts.sum())
+    if g > layout.capacity:
+        raise CompactError(f"the witness has {g} general values, its circuit's layout holds "
+                           f"{layout.capacity}")
+    _gather_general(z, general, starts, gidx, gval)
+    header[:] = (SEGMENT_MAGIC, layout.num_vars, layout.capacity, g)
+    return g
+
+
+def read_compact(buf: np.ndarray, layout: WitnessLayout) -> CompactWitness:
+    """The compact witness in segment words ``buf`` (views, no copy), its header checked
+    against ``layout`` (CompactError, one line, on a mismatch)."""
+    header, bits, general, gidx, gval = layout.views(buf)
+    magic, nv, cap, g = (int(x) for x in header)
+    if magic != SEGMENT_MAGIC or nv != layout.num_vars or cap != layout.capacity or g > cap:
+        raise CompactError(f"the segment holds no compact witness of {layout.num_vars} variables "
+                           f"(header {magic:#x}, {nv}, {cap}, {g})")
+    nb = (nv + 7) // 8
+    return CompactWitness(nv, bits.view(np.uint8)[:nb], general.view(np.uint8)[:nb],
+                          gidx[:g], gval[:g])
+
+
+def witness_rows(w: CompactWitness, start: int, stop: int) -> np.ndarray:
+    """Rows start..stop of the full witness from its compact form (e.g. the public inputs)."""
+    idx = np.arange(start, min(stop, w.num_vars))
+    out = np.zeros((len(idx), 4), np.uint64)
+    ones = (w.bits[idx >> 3] >> (idx & 7)) & 1
+    out[ones.astype(bool)] = ONE_MONT
+    if len(w.gidx):
+        at = np.minimum(np.searchsorted(w.gidx, idx), len(w.gidx) - 1)
+        hit = w.gidx[at] == idx
+        out[hit] = w.gval[at[hit]]
+    return out
+
+
 @njit(cache=True, inline="always")
 def _bit(bitmap, i):
     return (bitmap[i >> 3] >> (i & 7)) & 1
@@ -213,6 +382,15 @@ def _scatter(gidx, gval, z):
     for j in prange(gidx.shape[0]):
         for w in range(4):
             z[gidx[j], w] = gval[j, w]
+
+
+@njit(cache=True, parallel=True)
+def _ones(bits, general, one, z):
+    """z_i = 1 where the value bit is set and the general bit is not (the device's expand)."""
+    for i in prange(z.shape[0]):
+        if _bit(bits, i) and not _bit(general, i):
+            for w in range(4):
+                z[i, w] = one[w]
 
 
 @njit(cache=True, parallel=True)
@@ -256,23 +434,127 @@ def _check_uploads(cm: dict[str, np.ndarray], cw: dict[str, np.ndarray], num_var
             raise CompactError(f"matrix {m.upper()} refers to a coefficient outside the table")
 
 
-def evaluate_compact(cm: CompactR1CS, w: CompactWitness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """a = A·z, b = B·z, c = C·z from the uploaded arrays alone (the device's reference):
-    the general values are scattered into a zeroed z as the device does, then each row reads
-    the bitmaps, the table and that z."""
+def _evaluate_into(cm: CompactR1CS, w: CompactWitness, outs: tuple[np.ndarray, ...]) -> np.ndarray:
+    """z, with A·z, B·z, C·z written into ``outs`` (each uint64[constraints, 4], contiguous),
+    from the uploaded arrays alone: the general values are scattered into a zeroed z as the
+    device does, then each row reads the bitmaps, the table and that z."""
     if w.num_vars != cm.num_vars:
         raise CompactError(f"the witness has {w.num_vars} values, the circuit {cm.num_vars} variables")
     up_m, up_w = cm.arrays(), w.arrays()
     _check_uploads(up_m, up_w, cm.num_vars)
     z = np.zeros((cm.num_vars, 4), np.uint64)
     _scatter(up_w["gidx"], up_w["gval"], z)
-    out = []
-    for m in "abc":
-        o = np.empty((len(up_m[f"{m}_rowptr"]) - 1, 4), np.uint64)
+    _ones(up_w["bits"], up_w["general"], ONE_MONT, z)
+    for m, o in zip("abc", outs):
         _eval_rows(up_m[f"{m}_rowptr"], up_m[f"{m}_cols"], up_m[f"{m}_cidx"], up_m["coefs"],
                    up_w["bits"], up_w["general"], z, o)
-        out.append(o)
-    return out[0], out[1], out[2]
+    return z
+
+
+def evaluate_compact(cm: CompactR1CS, w: CompactWitness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a = A·z, b = B·z, c = C·z from the uploaded arrays alone (the device's reference)."""
+    outs = tuple(np.empty((cm.num_constraints, 4), np.uint64) for _ in range(3))
+    _evaluate_into(cm, w, outs)
+    return outs[0], outs[1], outs[2]
+
+
+def evaluate_abc_host(cm: CompactR1CS, w: CompactWitness, abc: np.ndarray) -> np.ndarray:
+    """The CPU backend's prover-side evaluation, the same capability as the device's
+    (kernels/cuda/abc.py evaluate_abc): z, with A·z, B·z, C·z written straight into the rows of
+    ``abc`` (uint64[3, domain, 4], contiguous), whose rows past the constraints are zeroed."""
+    rows = cm.num_constraints
+    if abc.dtype != np.uint64 or abc.ndim != 3 or abc.shape[0] != 3 or abc.shape[2] != 4 \
+            or abc.shape[1] < rows or not abc.flags.c_contiguous:
+        raise CompactError(f"the H input must be a contiguous uint64[3, >= {rows}, 4], "
+                           f"got {abc.dtype}{list(abc.shape)}")
+    abc[:, rows:] = 0
+    return _evaluate_into(cm, w, (abc[0, :rows], abc[1, :rows], abc[2, :rows]))
+
+
+def layout_of(buf: np.ndarray) -> WitnessLayout:
+    """The layout a segment's header names (a prover reads the segment without knowing the
+    circuit's capacity); CompactError if the words hold no compact witness or too few words."""
+    flat = np.asarray(buf).reshape(-1)
+    if flat.dtype != np.uint64 or len(flat) < HEADER_WORDS or int(flat[0]) != SEGMENT_MAGIC:
+        raise CompactError("the segment holds no compact witness (no header)")
+    layout = WitnessLayout(int(flat[1]), int(flat[2]))
+    layout.views(flat)  # checks the length
+    return layout
+
+
+def public_inputs(w: CompactWitness, num_inputs: int) -> list[int]:
+    """z[1:num_inputs] as integers, read from the compact witness (num_inputs counts the one)."""
+    from kernels.cpu.convert import from_mont_fr
+
+    return list(from_mont_fr(witness_rows(w, 1, num_inputs))) if num_inputs > 1 else []
+
+
+# -- the prover's side: resident matrices, then a, b, c into the H step's input ------------------
+def _on_device(backend: Any) -> bool:
+    """Whether the backend computes in device memory (then the matrices are uploaded)."""
+    flag = getattr(backend, "is_device", None)
+    if flag is None:
+        return getattr(backend, "name", "cpu") != "cpu"
+    return bool(flag() if callable(flag) else flag)
+
+
+@dataclass
+class ResidentCompact:
+    """One circuit's compact matrices where a prover evaluates, made once per prover and kept:
+    uploaded to the device on a GPU backend (the host copy is dropped), the host form itself on
+    the CPU backend."""
+
+    num_vars: int
+    num_constraints: int
+    nbytes: int
+    host: CompactR1CS | None
+    device: dict[str, Any] | None
+
+
+def resident_compact(cm: CompactR1CS, backend: Any) -> ResidentCompact:
+    """Place ``cm`` where ``backend`` evaluates (one upload on a GPU)."""
+    if not _on_device(backend):
+        return ResidentCompact(cm.num_vars, cm.num_constraints, cm.nbytes(), cm, None)
+    from kernels.cuda import abc as dev
+    from kernels.cuda.stream import thread_stream
+
+    with thread_stream() as st:
+        up = dev.upload(cm.arrays())
+        st.synchronize()  # other threads' streams read it next
+    return ResidentCompact(cm.num_vars, cm.num_constraints, cm.nbytes(), None, up)
+
+
+def abc_and_h(rc: ResidentCompact, w: CompactWitness, n: int, backend: Any,
+              marks: list[Any]) -> tuple[Any, Any]:
+    """(z where the backend computes, H's coefficients before the 1/(g^n - 1) scale) from a
+    compact witness: the witness goes to the backend (a mark appended: the "upload" group), z
+    is expanded and a, b, c are evaluated straight into the zero-padded array the H step
+    transforms (a mark appended: "abc"); the caller marks the end of H ("ntt")."""
+    if w.num_vars != rc.num_vars:
+        raise CompactError(f"the witness has {w.num_vars} values, the circuit {rc.num_vars} variables")
+    if rc.device is None:
+        assert rc.host is not None
+        marks.append(backend.mark())  # nothing to upload on the host
+        abc = np.empty((3, n, 4), np.uint64)
+        z = evaluate_abc_host(rc.host, w, abc)
+        marks.append(backend.mark())
+        return z, backend.h_coefficients(abc[0], abc[1], abc[2], n)
+    from kernels.cuda import abc as dev
+    from kernels.cuda import poly
+    from kernels.cuda.stream import thread_stream
+
+    mats: dict[str, Any] = rc.device
+    out: dict[str, Any] = {}
+
+    def fill(abc: Any) -> None:
+        out["z"] = dev.evaluate_abc(mats, wd, rc.num_vars, abc)
+        marks.append(backend.mark())
+
+    with thread_stream():
+        wd = dev.upload(w.arrays())
+        marks.append(backend.mark())
+        h = poly.h_from(fill, n)
+    return out["z"], h
 
 
 def sizes(cm: CompactR1CS, w: CompactWitness | None = None) -> dict[str, float]:

@@ -39,6 +39,10 @@ from kernels.cpu.convert import from_mont_fr, to_mont_fr
 # upload (a, b, c and z to the device), ntt (H on the coset), then the four G1 MSMs.
 from engine.stream.schema import KERNEL_GROUPS as START_GROUPS  # named once, in the schema
 TIMER_GROUPS = (*START_GROUPS, "b2")
+# The groups each input path runs: a, b, c uploaded, or (abc_eval = "gpu") the compact witness
+# uploaded and a, b, c evaluated where H runs ("abc", right after "upload").
+_PLAIN_GROUPS = tuple(g for g in START_GROUPS if g != "abc")
+_COMPACT_GROUPS = (_PLAIN_GROUPS[0], "abc", *_PLAIN_GROUPS[1:])
 
 
 class KeyMismatchError(ValueError):
@@ -121,26 +125,44 @@ def prove_start(
     r: int | None = None,
     s: int | None = None,
     tables: dict[str, Query] | None = None,
+    compact: tuple[Any, Any] | None = None,
 ) -> ProveHandle:
     """H on a coset, then the G1 MSMs (H, A, B1, L). r and s default to fresh randomness.
-    a, b, c and z may be numpy arrays or kernels.stored.StoredArray (read by backend.place)."""
+    a, b, c and z may be numpy arrays or kernels.stored.StoredArray (read by backend.place).
+
+    ``compact`` = (resident compact matrices, compact witness) (engine.groth16.compact;
+    abc_eval = "gpu") takes the place of a, b and c (None): the witness is uploaded, z expanded
+    and a, b, c evaluated on the backend straight into H's input (the "abc" group); ``z`` is
+    then None, or the host z when B2 is to run on another backend."""
     n = pk.domain_size
-    if z.shape != (pk.num_vars, 4):
-        raise KeyMismatchError(f"witness has {z.shape[0]} values, the proving key expects {pk.num_vars}")
-    for name, v in (("a", a), ("b", b), ("c", c)):
-        if v.ndim != 2 or v.shape[1] != 4 or v.shape[0] > n:
-            raise KeyMismatchError(f"evaluation vector {name} has shape {list(v.shape)}, domain is {n}")
+    if compact is not None:
+        rows = compact[1].num_vars
+        if rows != pk.num_vars or compact[0].num_constraints > n:
+            raise KeyMismatchError(f"compact witness has {rows} values, the proving key expects {pk.num_vars}")
+    else:
+        if z.shape != (pk.num_vars, 4):
+            raise KeyMismatchError(f"witness has {z.shape[0]} values, the proving key expects {pk.num_vars}")
+        for name, v in (("a", a), ("b", b), ("c", c)):
+            if v.ndim != 2 or v.shape[1] != 4 or v.shape[0] > n:
+                raise KeyMismatchError(f"evaluation vector {name} has shape {list(v.shape)}, domain is {n}")
     tables = tables if tables is not None else resident_tables(pk, backend)
     ni = pk.num_inputs
 
     # a, b, c and z go to the device once; H stays there for its MSM, and a, b, c are dropped
     # as soon as H is done. Each group is bracketed by marks on the backend's timeline.
     marks = [backend.mark()]
-    z_d = backend.place(z)
-    a_d, b_d, c_d = backend.place(a), backend.place(b), backend.place(c)
-    marks.append(backend.mark())
-    h = backend.h_coefficients(a_d, b_d, c_d, n)
-    del a_d, b_d, c_d
+    if compact is None:
+        groups = _PLAIN_GROUPS
+        z_d = backend.place(z)
+        a_d, b_d, c_d = backend.place(a), backend.place(b), backend.place(c)
+        marks.append(backend.mark())
+        h = backend.h_coefficients(a_d, b_d, c_d, n)
+        del a_d, b_d, c_d
+    else:
+        from engine.groth16.compact import abc_and_h
+
+        groups = _COMPACT_GROUPS
+        z_d, h = abc_and_h(compact[0], compact[1], n, backend, marks)
     marks.append(backend.mark())
 
     def msm(q: Query, s: Any) -> np.ndarray:
@@ -154,7 +176,7 @@ def prove_start(
     acc_b1 = msm(tables["b_g1"], z_d)
     acc_l = msm(tables["l"], z_d[ni:])
     acc_h, acc_a, acc_b1, acc_l = (backend.fetch(x) for x in (acc_h, acc_a, acc_b1, acc_l))
-    tm = {g: backend.elapsed_ms(t0, t1) for g, t0, t1 in zip(START_GROUPS, marks, marks[1:])}
+    tm = {g: backend.elapsed_ms(t0, t1) for g, t0, t1 in zip(groups, marks, marks[1:])}
     g_n = pow(FR_COSET_SHIFT, n, R_MOD)
     return ProveHandle(
         pk=pk,

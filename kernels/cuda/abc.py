@@ -73,3 +73,19 @@ def evaluate(m: dict[str, Any], w: dict[str, Any], n: int) -> tuple[Any, Any, An
     z = expand(w, n)
     a, b, c = (matvec(m, p, m["coefs"], w, z) for p in "abc")
     return z, a, b, c
+
+
+def evaluate_abc(m: dict[str, Any], w: dict[str, Any], n: int, abc: Any) -> Any:
+    """z (device uint64[n, 4]), with A·z, B·z and C·z written straight into rows of ``abc``,
+    the zero-padded device uint64[3, domain, 4] array that the H step transforms (so a, b and
+    c exist nowhere else). The rows past the constraints are left as they are: ``abc`` comes
+    zeroed from the H step."""
+    rows = int(m["a_rowptr"].shape[0]) - 1
+    if abc.ndim != 3 or abc.shape[0] != 3 or abc.shape[2] != 4 or abc.shape[1] < rows \
+            or not abc.flags.c_contiguous:
+        raise ValueError(f"the H input must be a contiguous uint64[3, >= {rows}, 4] device array, "
+                         f"got {tuple(abc.shape)}")
+    z = expand(w, n)
+    for i, p in enumerate("abc"):
+        matvec(m, p, m["coefs"], w, z, abc[i, :rows])
+    return z

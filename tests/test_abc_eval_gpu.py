@@ -1,0 +1,66 @@
+"""abc_eval = "gpu" on the cuda backend: the proof made from the compact witness (uploaded,
+expanded and evaluated on the device straight into H's input) is byte for byte the proof of
+the a, b, c path for the same r and s, at `small` and `medium`, and the oracle accepts it."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+
+from kernels.backend import cuda_unavailable_reason
+
+_REASON = cuda_unavailable_reason()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
+
+
+def _same_proof(preset: str, tmp_path) -> None:
+    from engine.circuit.porep import build_porep, generate_partitions, porep_witness
+    from engine.groth16.compact import (
+        WitnessLayout,
+        compact_r1cs,
+        public_inputs,
+        read_compact,
+        resident_compact,
+        write_compact,
+    )
+    from engine.groth16.prove import prove_finish, prove_start, resident_tables
+    from engine.groth16.setup import setup
+    from engine.groth16.verify import verify
+    from engine.groth16.vkey import verifying_key
+    from engine.synthesis import evaluate, general_capacity
+    from kernels.backend import get_backend
+    from kernels.constants import R_MOD
+
+    be = get_backend("cuda")
+    shape = build_porep(preset, tmp_path)
+    r1 = shape.r1cs
+    pk = setup(r1, secrets.token_hex(8), be)
+    tables = resident_tables(pk, be)
+    sector, parts = generate_partitions(preset, secrets.randbelow(2**32))
+    _, z = porep_witness(shape, parts[0])
+    layout = WitnessLayout(r1.num_vars, general_capacity(shape))
+    buf = np.zeros(layout.words, np.uint64)
+    write_compact(z, buf, layout)
+    w = read_compact(buf, layout)
+    rc = resident_compact(compact_r1cs(r1), be)
+    assert rc.host is None and rc.device is not None  # the host copy is not kept
+    rr, ss = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+    a, b, c = evaluate(r1, z)
+    p_plain = prove_finish(prove_start(pk, a, b, c, z, be, r=rr, s=ss, tables=tables))
+    hc = prove_start(pk, None, None, None, None, be, r=rr, s=ss, tables=tables, compact=(rc, w))
+    assert hc.timings_ms["abc"] > 0 and hc.timings_ms["upload"] > 0
+    p_compact = prove_finish(hc)
+    assert p_plain == p_compact
+    public = sector.statement(0).public_inputs()
+    assert public_inputs(w, r1.num_inputs) == public
+    assert verify(verifying_key(pk), public, p_compact)
+
+
+def test_small_gpu_abc_proof_is_the_cpu_abc_proof(tmp_path) -> None:
+    _same_proof("small", tmp_path)
+
+
+def test_medium_gpu_abc_proof_is_the_cpu_abc_proof(tmp_path) -> None:
+    _same_proof("medium", tmp_path)
