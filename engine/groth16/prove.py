@@ -31,13 +31,14 @@ from engine.groth16.keyfile import ProvingKey
 from engine.groth16.r1cs import R1CS
 from engine.groth16.serialize import encode_proof_rows
 from engine.groth16.sparse import matvec
-from kernels.backend import Backend
-from kernels.constants import FR_COSET_SHIFT, R_MOD
-from kernels.cpu.convert import from_mont_fr, to_mont_fr
 
 # Kernel groups of prove_start, timed on the backend's own timeline (CUDA events on a GPU):
 # upload (a, b, c and z to the device), ntt (H on the coset), then the four G1 MSMs.
 from engine.stream.schema import KERNEL_GROUPS as START_GROUPS  # named once, in the schema
+from kernels.backend import Backend
+from kernels.constants import FR_COSET_SHIFT, R_MOD
+from kernels.cpu.convert import from_mont_fr, to_mont_fr
+
 TIMER_GROUPS = (*START_GROUPS, "b2")
 # The groups each input path runs: a, b, c uploaded, or (abc_eval = "gpu") the compact witness
 # uploaded and a, b, c evaluated where H runs ("abc", right after "upload").

@@ -25,7 +25,6 @@ from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
 
 
-
 def _check_domain(n: int) -> None:
     if n & (n - 1) or n < 1:
         raise ValueError(f"domain size must be a power of two, got {n}")
