@@ -205,6 +205,46 @@ class Farm:
             self.error = self.error or "interrupted"
             self._idle.notify_all()
 
+    # ---- the operator's controls ------------------------------------------------------------
+
+    def control(self, action: str, name: str = "", value: Any = None,
+                hosts: list[str] | None = None) -> dict[str, str]:
+        """A knob change (``set_knob``), ``pause`` or ``resume`` on the named hosts (None: every
+        host present), through Dask: hostengine.host_control runs on their workers. Each host's
+        Engine confirms with its own ``knob`` event; a host that refused gets an ``error`` event
+        (tagged with it) in the stream. Returns host -> "" (done) or why not."""
+        from engine.cluster.hostengine import CONTROLS, host_control
+
+        if action not in CONTROLS:
+            raise ValueError(f"unknown control {action!r} (controls: {', '.join(CONTROLS)})")
+        if self.client is None or self._stopped or self.error is not None:
+            raise ClusterError(self.error or "the farm is not running")
+        addrs = {a: n for a, n in dict(self._known).items() if hosts is None or n in hosts}
+        missing = sorted(set(hosts or ()) - set(addrs.values()))
+        out = {n: "not in the farm" for n in missing}
+        got = self.client.run(host_control, action, name, value, workers=list(addrs),
+                              on_error="return") if addrs else {}
+        for addr, host in addrs.items():
+            r = got.get(addr)
+            out[host] = (str(r.get("error", "")) if isinstance(r, dict)
+                         else _one_line(r) if isinstance(r, BaseException) else "no answer")
+        what = f"{name} = {value}" if action == "set_knob" else action
+        with self._lock:
+            if self._merge is not None:
+                for h, why in sorted(out.items()):
+                    if not why:
+                        continue
+                    ev = self._merge.stamp(
+                        lambda t, h=h, why=why: schema.error(t, f"host {h}", f"{what} refused: {why}"))
+                    self._publish([{**ev, "host": h} if h in addrs.values() else ev])
+        return out
+
+    def report(self, where: str, message: str) -> None:
+        """An error of the client's own (a control that could not be sent) into the stream."""
+        with self._lock:
+            if self._merge is not None:
+                self._publish([self._merge.stamp(lambda t: schema.error(t, where, message))])
+
     # ---- the watcher -----------------------------------------------------------------------
 
     def _watch(self) -> None:
@@ -226,7 +266,10 @@ class Farm:
                     self.progress(f"scheduler did not answer: {_one_line(exc)}")
 
     def _gone(self, why: str) -> None:
+        """The scheduler went away: said once, in one error event."""
         with self._lock:
+            if self.error is not None:
+                return
             self.error = why
             if self._merge is not None:
                 self._publish([self._merge.stamp(lambda t: schema.error(t, "farm", why))])
@@ -237,9 +280,10 @@ class Farm:
             done = [(job, p) for job, p in self._pending.items() if p.future.done()]
         for job, p in done:
             if p.future.status == "cancelled" and not self._stopped:
-                # nobody here cancelled it: the scheduler did, as it closed
-                self._failed(job, p, "cancelled by the scheduler")
+                # nobody here cancelled it: the scheduler did, as it closed. One line says so;
+                # the job's unfinished partitions end cancelled, with the reason
                 self._gone(f"the scheduler at {self.address} went away")
+                self._failed(job, p, "cancelled by the scheduler", say=False)
                 continue
             try:
                 res = JobResult(**p.future.result(timeout=5))
@@ -259,11 +303,12 @@ class Farm:
                 self._idle.notify_all()
             p.future.release()
 
-    def _failed(self, job: int, p: _Pending, why: str) -> None:
+    def _failed(self, job: int, p: _Pending, why: str, say: bool = True) -> None:
         with self._lock:
             self._pending.pop(job, None)
             assert self._merge is not None
-            evs = [self._merge.stamp(lambda t: schema.error(t, "farm", f"job {job}: {why}"))]
+            evs = ([self._merge.stamp(lambda t: schema.error(t, "farm", f"job {job}: {why}"))]
+                   if say else [])
             evs += self._merge.cancel(job, f"the farm gave up on it: {why}")
             self._publish(evs)
             self._idle.notify_all()

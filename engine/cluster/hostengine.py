@@ -214,3 +214,47 @@ def host_start(dask_worker: Any) -> dict[str, Any] | None:
         return None
     return {"host": plugin.host, "session_start": plugin.session_start,
             "resources": dict(dask_worker.state.total_resources)}
+
+
+CONTROLS = ("set_knob", "pause", "resume")
+
+
+async def host_control(action: str, name: str = "", value: Any = None,
+                       dask_worker: Any = None) -> dict[str, Any]:
+    """Run on a worker by the client (Client.run): an operator's knob change, pause or resume
+    on this host's Engine, which confirms it with its own ``knob`` event (forwarded like every
+    other). A partition_workers or gpu_channel_capacity change also resizes the host's Dask
+    slots (up to its Dask threads) unless host_slots fixes them, so placement follows the knob.
+    Returns {"host", "error"}: error is "" when done, else one line saying why not."""
+    plugin = dask_worker.plugins.get(PLUGIN)
+    eng = plugin.engine if plugin is not None else None
+    host = plugin.host if plugin is not None else str(dask_worker.name)
+    if eng is None:
+        return {"host": host, "error": "no sealtop engine runs on this worker"}
+    if action not in CONTROLS:
+        return {"host": host, "error": f"unknown control {action!r}"}
+    loop = asyncio.get_running_loop()
+    try:
+        if action == "set_knob":
+            await loop.run_in_executor(None, eng.set_knob, name, value)
+        else:
+            await loop.run_in_executor(None, getattr(eng, action))
+    except (ValueError, TypeError) as exc:
+        return {"host": host, "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+    if action == "set_knob" and name in ("partition_workers", "gpu_channel_capacity"):
+        await _resize_slots(dask_worker, eng.config)
+    return {"host": host, "error": ""}
+
+
+async def _resize_slots(dask_worker: Any, cfg: EngineConfig) -> None:
+    """The host's slots (and its backend's) after a knob change, capped at its Dask threads."""
+    from engine.cluster.jobs import SLOTS, host_slots
+
+    if cfg.host_slots > 0:
+        return
+    slots = float(min(dask_worker.state.nthreads,
+                      host_slots(cfg.partition_workers, cfg.gpu_channel_capacity)))
+    now = dict(dask_worker.state.total_resources)
+    new = {k: slots for k in now if k == SLOTS or k.endswith("_slots")}
+    if new and any(now[k] != v for k, v in new.items()):
+        await dask_worker.set_resources(**new)

@@ -43,7 +43,7 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _quiet_dask() -> None:
+def quiet_dask() -> None:
     """Dask logs every connection at INFO; the farm's own lines say what matters."""
     if not os.environ.get("SEALTOP_DEBUG"):
         for name in ("distributed", "tornado"):
@@ -92,12 +92,15 @@ def backend_of(cfg: EngineConfig) -> str:
 def run_scheduler(host: str, port: int, out: Any = sys.stdout) -> int:
     """Run Dask's scheduler until a stop signal; prints its address."""
     require()
-    _quiet_dask()
+    quiet_dask()
     from distributed import Scheduler
 
     async def main() -> int:
         try:
-            sched = Scheduler(host=host, port=port, dashboard=False)
+            # its HTTP routes (health, metrics) on a free port: Dask's fixed 8787 would warn
+            # (a line on stderr) wherever a second scheduler or anything else holds it
+            sched = Scheduler(host=host, port=port, dashboard=False,
+                              dashboard_address=f"{host}:0")
             await sched
         except OSError as exc:
             raise ClusterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
@@ -115,7 +118,7 @@ def run_worker(scheduler: str, cfg: EngineConfig, name: str | None = None,
     """Run one farm host: a Dask worker holding one Engine, until a stop signal or until the
     scheduler goes away."""
     require()
-    _quiet_dask()
+    quiet_dask()
     import dask
     from distributed import Worker
 
