@@ -69,6 +69,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="serve Prometheus /metrics there (no host: 127.0.0.1 only)")
     p.add_argument("--no-attach", action="store_true",
                    help="do not offer the socket that `sealtop attach` and `sealtop serve` use")
+    p.add_argument("--cluster", metavar="ADDR",
+                   help="the console on the farm whose Dask scheduler is at ADDR (default: the "
+                        "config's [cluster] scheduler, if any): its hosts, each host's dashboard")
     return p
 
 
@@ -182,6 +185,14 @@ def build_app(argv: list[str]):
             check_target(a.record)
         except RecordingError as exc:
             raise ValueError(str(exc)) from None
+    address = a.cluster or getattr(config, "scheduler", "")
+    if address:  # the console on a farm (app/cluster_source.py)
+        from app.cluster_source import build_farm_app
+
+        return build_farm_app(address, config, config_path=a.config, readonly=a.readonly,
+                              record=a.record, refresh=a.refresh, theme=a.theme,
+                              autofeed=not a.no_autosubmit,
+                              watch=Watch(metrics=a.metrics, attach=not a.no_attach))
     factory = None
     unavailable = ""
     try:
