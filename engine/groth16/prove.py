@@ -96,10 +96,12 @@ class Query:
 
 
 def _query(table: np.ndarray, backend: Backend, dense_enough: float = 0.9) -> Query:
-    keep = np.flatnonzero(table.any(axis=1))
+    """The table's query; ``table`` is a host array or, for a key made in device memory, a device
+    array (the kept rows are then found and gathered where it lives: one module's methods)."""
+    keep = table.any(axis=1).nonzero()[0]
     if len(keep) >= dense_enough * len(table):
         return Query(backend.resident(table), None, len(table))
-    return Query(backend.resident(np.ascontiguousarray(table[keep])), backend.place(keep), len(table))
+    return Query(backend.resident(table[keep]), backend.place(keep), len(table))  # a contiguous copy
 
 
 def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:
