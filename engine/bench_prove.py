@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.groth16.prove import TIMER_GROUPS
 from engine.stream.schema import KERNEL_GROUPS
+from kernels.textfmt import fmt_bytes, table
 
 # snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (../shared/anchors.md), by log2 size
 SNARKJS_PROVE_S = {10: 1.36, 12: 2.39, 14: 6.19, 16: 17.77}
@@ -43,14 +44,6 @@ Log = Callable[[str], None]
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _table(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    """Right-aligned columns, one line per row."""
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)] if body else [len(h) for h in head]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
-    return lines
 
 
 # ---------------------------------------------------------------- chains (--sizes)
@@ -130,7 +123,7 @@ def format_chains(rows: Sequence[dict]) -> str:
             "yes" if r["verified"] else "NO",
             *[f"{r['ms'].get(g, 0):.0f}" for g in groups],
         ])
-    lines = _table(head, body)
+    lines = table(head, body)
     lines.append("prove s: median wall time (key load (checksum verified on first load, then stamped), evaluation, NTTs, MSMs, assembly); cpu s: "
                  "process CPU time of that run (wall well above cpu/cores means the machine is shared).")
     lines.append("ratio = ours / snarkjs 0.7.6 groth16 prove (wall, 2-core machine, ../shared/anchors.md); "
@@ -234,7 +227,7 @@ def bench_preset(name: str, backend, repeat: int, param_dir: Path, log: Log = _s
     t = time.perf_counter()
     path, vk = proving.ensure_key(circuit, param_dir, backend.name, progress=lambda m: log(f"  {m}"))
     setup_s = time.perf_counter() - t
-    log(f"  key {path} ({path.stat().st_size / 2**20:.1f} MiB) ready in {setup_s:.1f} s")
+    log(f"  key {path} ({fmt_bytes(path.stat().st_size)}) ready in {setup_s:.1f} s")
 
     t = time.perf_counter()
     key = proving.load_key(str(path), backend)
@@ -316,7 +309,7 @@ def format_presets(rows: Sequence[dict]) -> str:
         f"{r['start_wall_ms']:.1f}", f"{r['finish_wall_ms']:.1f}", f"{r['prove_s']:.3f}",
         "yes" if r["verified"] else "NO",
     ] for r in ok]
-    lines = _table(head, body)
+    lines = table(head, body)
     for r in rows:
         if "error" in r:
             lines.append(f"{r['preset']}: FAILED: {r['error']}")
@@ -329,7 +322,7 @@ def format_presets(rows: Sequence[dict]) -> str:
     for r in ok:
         lines.append(f"{r['preset']}: circuit {r['circuit_s']:.2f} s; key setup/check (ensure_key) "
                      f"{r['setup_s']:.2f} s; key load + upload {r['key_load_s']:.2f} s "
-                     f"({r['key_bytes'] / 2**20:.1f} MiB)")
+                     f"({fmt_bytes(r['key_bytes'])})")
     if rows:
         lines.append(f"backend: {rows[0]['backend']}; host CPUs: {os.cpu_count()}; "
                      "keys: INSECURE TEST PARAMETERS")

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kernels.textfmt import fmt_bytes, table
+
 PROG = "sealtop"
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -156,7 +158,7 @@ def _cmd_setup(args: argparse.Namespace) -> int:
     pk = setup(r1cs, args.seed, be, progress=lambda m: _say(f"  {m}"))
     save_proving_key(pk, pk_path)
     save_vk(verifying_key(pk), vk_path)
-    print(f"{INSECURE_LABEL}: wrote {pk_path} ({pk_path.stat().st_size / 2**20:.1f} MiB) and {vk_path} "
+    print(f"{INSECURE_LABEL}: wrote {pk_path} ({fmt_bytes(pk_path.stat().st_size)}) and {vk_path} "
           f"in {time.perf_counter() - t:.2f} s")
     return EXIT_OK
 
@@ -416,9 +418,7 @@ def format_bench_synth(rows: Sequence[dict]) -> str:
         f"{SYNTH_GOAL_CPS_PER_CORE / r['constraints_per_s_per_core']:.2f}",
         f"{r['bytes_per_constraint']:.0f}", f"{r['peak_rss_bytes'] / 2**20:.0f}",
     ] for r in rows]
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)] if body else [len(h) for h in head]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
+    lines = table(head, body)
     lines.append("M c/s/core: constraints / (witness + eval) / threads; goal ratio = 1 M c/s/core goal / ours "
                  "(below 1.0 beats the goal); B/constraint: a, b, c and z bytes held per constraint (floor 128).")
     if rows:

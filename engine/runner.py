@@ -31,6 +31,7 @@ from engine.stream.schema import CANCELLED
 from engine.stream.summary import partitions, render_all, run_summary
 from engine.stream.tap import SinkStats, Tap
 from engine.watchers import AddressError, Watch, Watchers, start_watchers
+from kernels.textfmt import fmt_bytes
 
 
 class _Progress:
@@ -100,8 +101,16 @@ class _Sinks:
         for name, take in (watchers.sinks() if watchers is not None else []):
             self.tap.add(name, take, essential=True)
         if recorder is not None:
-            self.tap.add("recorder", lambda b: [recorder.write(e) for e in b], essential=True,
-                         idle=recorder.tick, close=recorder.close)
+            rec = recorder
+
+            def record(batch: list[dict[str, Any]]) -> None:
+                for e in batch:
+                    rec.write(e)
+
+            def close() -> None:
+                rec.close()
+
+            self.tap.add("recorder", record, essential=True, idle=rec.tick, close=close)
         if progress is not None:
             p = _Progress(progress)
             self.tap.add("progress", p.take, capacity=100_000, close=p.close)
@@ -306,9 +315,9 @@ def bench_pipeline(
     old_model = model_shm + key_bytes
     gap = s.wrapper_ms - s.kernel_ms
     print(
-        f"memory model: baseline {_mib(mm['baseline_bytes'])} + partitions {buffers} × "
-        f"{_mib(per_part)} = {_mib(model_shm)} + key {_mib(mm['key_term_bytes'])} "
-        f"= {_mib(model)}; peak {_mib(s.peak_total)}"
+        f"memory model: baseline {fmt_bytes(mm['baseline_bytes'])} + partitions {buffers} × "
+        f"{fmt_bytes(per_part)} = {fmt_bytes(model_shm)} + key {fmt_bytes(mm['key_term_bytes'])} "
+        f"= {fmt_bytes(model)}; peak {fmt_bytes(s.peak_total)}"
         + (f" = {s.peak_total / model:.2f}× model" if model else "")
     )
     print("  baseline: RssAnon sum of the engine's processes before the first synthesis")
@@ -349,10 +358,6 @@ def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
     with atomic_write(Path(path)) as f:
         f.write(json.dumps(report, indent=2) + "\n")
     _say(f"report written to {path}")
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
 
 
 def memory_model(
@@ -402,7 +407,7 @@ def _bench_rows(
     except ConfigError as exc:
         _say(f"error: {exc}")
         return 2, []
-    rows = []
+    rows: list[dict[str, Any]] = []
     worst = 0
     for label, over in variants:
         if signals.received():  # a stop signal ended the last variant: run no more

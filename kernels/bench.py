@@ -27,6 +27,7 @@ import numpy as np
 
 from kernels.backend import Backend, BackendUnavailable, get_backend
 from kernels.constants import G1_GEN, G2_GEN, R_MOD
+from kernels.textfmt import table
 
 KERNELS = ("msm_g1", "msm_g2", "ntt", "intt", "coset_ntt")
 
@@ -222,10 +223,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines.extend("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(b, widths))) for b in body)
+    lines = table(head, body, left=1, rule=True)
     backends = sorted({r["backend"] for r in rows})
     lines.append("")
     lines.append(f"backend: {', '.join(backends) or '-'}; median of the timed runs after one warm-up.")

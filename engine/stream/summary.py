@@ -20,6 +20,7 @@ from typing import Any
 
 from engine.stream.fold import Fold, JobRecord, Key, PartitionRecord, StageChange, fold, kernel_sum
 from engine.stream.schema import ALL_STAGES, CANCELLED, FAILED, HOLDING, TERMINAL, Event
+from kernels.textfmt import fmt_bytes, table
 
 __all__ = [
     "HOLDING", "TERMINAL", "Key", "PartitionRecord", "JobRecord", "partitions", "jobs",
@@ -290,13 +291,6 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
-def _bytes(n: int) -> str:
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{n} B"
-
-
 def _verified_cell(r: PartitionRecord, j: JobRecord | None) -> str:
     if r.final_stage == FAILED:
         return "failed"
@@ -311,8 +305,7 @@ def render_table(events: list[Event]) -> str:
     """The per-proof breakdown: one row per partition proof, times in ms."""
     f = fold(events)
     recs = f.records()
-    head = " ".join(name.rjust(w) for name, w in TABLE_COLUMNS)
-    lines = [head, "-" * len(head)]
+    rows = []
     for key in sorted(recs):
         r = recs[key]
         m = r.ms
@@ -335,8 +328,9 @@ def render_table(events: list[Event]) -> str:
             _ms(r.total_ms),
             _verified_cell(r, f.jobs.get(r.job)),
         )
-        lines.append(" ".join(c.rjust(w) for c, (_, w) in zip(cells, TABLE_COLUMNS)))
-    return "\n".join(lines)
+        rows.append(cells)
+    head = [name for name, _ in TABLE_COLUMNS]
+    return "\n".join(table(head, rows, sep=" ", rule=True, widths=[w for _, w in TABLE_COLUMNS]))
 
 
 def render_counters(events: list[Event]) -> str:
@@ -382,8 +376,8 @@ def render_summary(events: list[Event]) -> str:
         lines.append("  wrapper - kernels by part: "
                      + ", ".join(f"{k} {v:.1f} ms" for k, v in s.gap_split_ms.items()))
     lines += [
-        f"peak memory: {_bytes(s.peak_total)} (RssAnon sum + shm), peak shm {_bytes(s.peak_shm)}"
-        f", baseline {_bytes(s.baseline_rss_anon)} (RssAnon sum before the first synthesis)",
+        f"peak memory: {fmt_bytes(s.peak_total)} (RssAnon sum + shm), peak shm {fmt_bytes(s.peak_shm)}"
+        f", baseline {fmt_bytes(s.baseline_rss_anon)} (RssAnon sum before the first synthesis)",
     ]
     return "\n".join(lines)
 
