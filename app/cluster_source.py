@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from app.state import DashboardState, apply
 from engine.cluster.hosts import HostsState

@@ -144,7 +144,7 @@ def farm(tmp_path_factory):
             w.wait_for("joined", START_S)
         cfg = EngineConfig(backend="cpu", devices=[], partition_workers=1, gpu_channel_capacity=1,
                            param_cache=str(params), preset=PRESET, partitions=PARTS, seed=11)
-        yield {"addr": addr, "params": params, "cfg": cfg, "start": start_worker,
+        yield {"addr": addr, "params": params, "cfg": cfg, "start": start_worker, "conf": conf,
                "workers": workers, "sched": sched}
     finally:
         for p in reversed(procs):
@@ -303,6 +303,127 @@ def test_no_scheduler_is_one_line(monkeypatch, capsys):
     with pytest.raises(ClusterError):
         f = Farm(f"tcp://127.0.0.1:{_free_port()}", cfg)
         f.start()
+
+
+async def _until(pilot, cond, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        await pilot.pause(0.25)
+
+
+async def test_the_console_on_the_farm(farm, tmp_path):
+    """`sealtop --cluster ADDR` on this farm (Pilot; its hosts have their keys by now): the
+    hosts view is the home with a row per host; enter opens a host's dashboard holding that
+    host's partitions alone; a knob and pause there reach that host's Engine alone (its own knob
+    events), and `*` sends a knob to every host; Esc goes back; q leaves nothing running; the
+    recording replays to the same summary, with the same hosts and drill-down."""
+    pytest.importorskip("textual")
+    import threading
+
+    from test_cluster_hosts_view import _text
+
+    from app.console import SealtopApp
+    from app.main import build_app
+    from app.screens.hosts import HostDashboardScreen, HostsScreen
+    from app.session_io import load_session
+
+    hosts = sorted(n for n, w in farm["workers"].items() if w.p.poll() is None)[:2]
+    assert len(hosts) == 2, farm["workers"]
+    one, other = hosts
+    rec = tmp_path / "console.jsonl"
+    app = build_app(["--cluster", farm["addr"], "--config", str(farm["conf"]),
+                     "--record", str(rec), "--no-attach"])
+    before = {t.ident for t in threading.enumerate()}
+    async with app.run_test(size=(120, 36)) as pilot:
+        home = app.screen
+        assert isinstance(home, HostsScreen) and home.home  # the hosts view is the home
+        await _until(pilot, lambda: set(hosts) <= set(home.state.hosts), 60, "the hosts")
+        # the console keeps jobs in flight: work on both hosts, a proof back
+        await _until(pilot, lambda: all(home.fold.state_of(h).jobs for h in hosts)
+                     and home.state.proofs >= 1, 90, "jobs on both hosts and a proof")
+        await pilot.pause(0.3)
+        rows = [ln for ln in _text(home.query_one("#hosts-table")).splitlines()
+                if any(h in ln for h in hosts)]
+        assert len(rows) == 2 and all(" up " in ln for ln in rows), rows
+        title = _text(home.query_one("#hosts-title"))
+        assert f"{len(home.state.hosts)} of" in title and f"knobs → {one}" in title
+        await pilot.press("escape")  # the home stays
+        assert app.screen is home
+
+        # drill-down into the first host: its partitions alone, its own config
+        assert home.selected == one
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        d = app.screen
+        assert isinstance(d, HostDashboardScreen) and d.host == one
+        mine = {job for (job, _), (h, _) in home.state.where.items() if h == one}
+        theirs = {job for (job, _), (h, _) in home.state.where.items() if h == other}
+        assert mine and mine <= set(d.host_state.jobs)  # every job it ran
+        assert not set(d.host_state.jobs) & theirs  # and none of the other host's
+        assert d.host_state.config.get("backend_in_use") == "cpu"  # the host's session_start
+        assert f"host {one}" in _text(d.query_one("#header"))
+        workers = d.host_state.knobs["partition_workers"]
+
+        # a knob and a pause on that host reach its engine alone
+        await pilot.press("W")
+        await _until(pilot, lambda: d.host_state.knobs.get("partition_workers") == workers + 1,
+                     20, "the host's knob event")
+        assert home.fold.state_of(other).knobs["partition_workers"] == workers
+        assert any(f"{one}: partition_workers: {workers} → {workers + 1} (operator)" in e.text
+                   for e in d.host_state.log)
+        await pilot.press("p")
+        await _until(pilot, lambda: d.host_state.paused, 20, "the host paused")
+        assert not home.fold.state_of(other).paused
+        await pilot.press("p")
+        await _until(pilot, lambda: not d.host_state.paused, 20, "the host resumed")
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert app.screen is home
+
+        # every host: * then C, each host's channel one up from its own
+        chan = {h: home.fold.state_of(h).knobs["gpu_channel_capacity"] for h in hosts}
+        await pilot.press("asterisk")
+        assert "knobs → all hosts" in _text(home.query_one("#hosts-title"))
+        await pilot.press("C")
+        await _until(pilot, lambda: all(home.fold.state_of(h).knobs.get("gpu_channel_capacity")
+                                        == chan[h] + 1 for h in hosts), 20, "every channel")
+        await pilot.press("q")
+    assert app.engine is None  # stopped as the app ended
+    deadline = time.monotonic() + 10
+    while True:  # the farm client's threads end with it
+        left = [t.name for t in threading.enumerate()
+                if t.ident not in before and t.name.startswith("sealtop")]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert left == []
+
+    # the recording has every host's knob events, tagged with the host that made them
+    events = read_recording(rec).events
+    knobs = [(e.get("host"), e["name"], e["old"], e["new"]) for e in events if e["kind"] == "knob"]
+    assert (one, "partition_workers", workers, workers + 1) in knobs
+    assert not [k for k in knobs if k[0] == other and k[1] == "partition_workers"]
+    assert [k for k in knobs if k[1] == "paused"] == [(one, "paused", False, True),
+                                                       (one, "paused", True, False)]
+    assert sorted(k[0] for k in knobs if k[1] == "gpu_channel_capacity") == hosts
+    # it replays like any session: the same summary, the same hosts and drill-down
+    session = load_session(rec)
+    assert render_all(session.events) == render_all(events)
+    replay = SealtopApp("replay", session=session, autoplay=False)
+    async with replay.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(0.2)
+        replay.push_screen(HostsScreen())
+        await pilot.pause(0.3)
+        assert set(hosts) <= set(replay.screen.state.hosts)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(replay.screen, HostDashboardScreen)
+        assert replay.screen.host_state.knobs["partition_workers"] == workers + 1
+        await pilot.press("W")  # no tuning in a replay
+        await pilot.pause(0.1)
+        assert replay.screen.host_state.knobs["partition_workers"] == workers + 1
 
 
 def test_the_scheduler_going_away_is_one_line_not_a_hang(farm):

@@ -16,7 +16,8 @@ shows ("hA: partition_workers: 1 → 2 (operator)"); a refusal is an error line.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding

@@ -21,9 +21,10 @@ import queue
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from engine.cluster import ClusterError, require
 from engine.cluster.jobs import JobResult, JobSpec
@@ -117,7 +118,7 @@ class Farm:
                                  set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise ClusterError(f"no scheduler at {self.address} ({_one_line(exc)})") from None
-        wall = datetime.now(timezone.utc)
+        wall = datetime.now(UTC)
         with self._lock:
             self._merge = Merge(self.session, wall.timestamp() - self.clock.now(), self.clock.now)
             cfg = {**self.config.to_dict(), "backend_in_use": "farm", "scheduler": self.address,

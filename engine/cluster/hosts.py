@@ -13,8 +13,8 @@ sample) against its budget, and its last error.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from engine.stream.schema import ALL_STAGES, TERMINAL, Event
 

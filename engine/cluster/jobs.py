@@ -39,7 +39,7 @@ class JobSpec:
         return json.dumps(dataclasses.asdict(self), sort_keys=True).encode()
 
     @classmethod
-    def from_bytes(cls, raw: bytes) -> "JobSpec":
+    def from_bytes(cls, raw: bytes) -> JobSpec:
         obj = json.loads(raw)
         if not isinstance(obj, dict):
             raise ValueError("a job spec must be a JSON object")

@@ -28,9 +28,10 @@ Plain Python with no Dask import, so it is tested without a cluster.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from engine.stream import schema
 from engine.stream.schema import TERMINAL, Event

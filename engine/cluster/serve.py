@@ -28,7 +28,8 @@ import os
 import signal
 import socket
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.cluster import ClusterError, require
 from engine.cluster.jobs import host_resources, host_slots
@@ -155,7 +156,7 @@ def run_worker(scheduler: str, cfg: EngineConfig, name: str | None = None,
             return EXIT_OK
         try:
             await worker
-        except (OSError, asyncio.TimeoutError, TimeoutError, RuntimeError, ValueError) as exc:
+        except (OSError, TimeoutError, RuntimeError, ValueError) as exc:
             plugin.stop()
             if stopping:
                 return EXIT_OK

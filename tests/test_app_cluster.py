@@ -1,0 +1,97 @@
+"""The farm console (`sealtop --cluster ADDR`) where it needs no farm hosts: the scheduler
+going away (a real one, SIGTERMed) is one line, not a hang; a host's dashboard at 80x24 over a
+replayed farm session (a snapshot); no dask is one line. The console on a real farm with two
+hosts is tests/test_cluster.py's test_the_console_on_the_farm (its farm, its keys made).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("textual")
+pytest.importorskip("distributed")
+
+from test_cluster import Proc, _free_port, _until  # noqa: E402
+from test_cluster_hosts_view import _farm_file, _text, snapshot  # noqa: E402, F401
+
+from app.console import SealtopApp  # noqa: E402
+from app.main import build_app  # noqa: E402
+from app.screens.hosts import HostDashboardScreen, HostsScreen  # noqa: E402
+from app.session_io import load_session  # noqa: E402
+
+
+async def test_the_scheduler_going_away_is_one_line_in_the_console(tmp_path, monkeypatch):
+    """A real scheduler (no workers needed: the console's jobs wait for one), then SIGTERM:
+    the console says so in one error line and its notice, stops feeding jobs, and q exits at
+    once, leaving no thread of the farm client behind."""
+    import engine.cluster.farm as farm_mod
+
+    monkeypatch.setattr(farm_mod, "GONE_AFTER_S", 1.0)
+    port = _free_port()
+    sched = Proc(["cluster", "scheduler", "--host", "127.0.0.1", "--port", str(port)],
+                 tmp_path / "scheduler.log")
+    try:
+        sched.wait_for("scheduler at", 30)
+        app = build_app(["--cluster", f"tcp://127.0.0.1:{port}", "--no-attach"])
+        before = {t.ident for t in threading.enumerate()}
+        async with app.run_test(size=(100, 30)) as pilot:
+            home = app.screen
+            await _until(pilot, lambda: app.engine is not None and not app.engine.farm.idle(),
+                         30, "the console connected, a job submitted (waiting for a host)")
+            assert "no farm hosts yet" in _text(home.query_one("#hosts-table"))
+            n = len(app.state.log)
+            sched.p.send_signal(signal.SIGTERM)
+            await _until(pilot, lambda: any("went away" in e.text for e in app.state.log), 30,
+                         "the scheduler's going away in the log")
+            await pilot.pause(1.5)  # what else it would say (failed submits...) would be here
+            errors = [e.text for e in list(app.state.log)[n:] if e.level == "error"]
+            assert len(errors) == 1 and "went away" in errors[0], errors
+            assert "went away" in _text(home.query_one("#hosts-title"))  # the notice too
+            assert app.autofeed == 0
+            t0 = time.monotonic()
+            await pilot.press("q")
+        assert time.monotonic() - t0 < 15
+        deadline = time.monotonic() + 10
+        while True:
+            left = [t.name for t in threading.enumerate()
+                    if t.ident not in before and t.name.startswith("sealtop")]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert left == []
+    finally:
+        assert sched.end() is not None
+
+
+def test_host_drill_down_snapshot(snap_compare, tmp_path):
+    """hB's dashboard over a replayed farm session, at 80x24."""
+    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.2)
+        app.push_screen(HostsScreen())
+        await pilot.pause(0.2)
+        await pilot.press("down", "enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, HostDashboardScreen) and app.screen.host == "hB"
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_no_dask_is_one_line(monkeypatch, capsys):
+    import engine.cluster as cluster
+
+    def missing() -> None:
+        raise cluster.ClusterError("the farm needs dask and distributed: pip install "
+                                   "'sealtop[cluster]'")
+
+    monkeypatch.setattr(cluster, "require", missing)
+    from app.main import main
+
+    assert main(["--cluster", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["sealtop: the farm needs dask and distributed: pip install 'sealtop[cluster]'"]
