@@ -9,7 +9,7 @@ import pytest
 
 from kernels.backend import cuda_unavailable_reason
 from kernels.constants import P_MOD, R_MOD
-from kernels.cuda import pyref
+from kernels.cpu.convert import from_mont_fp, from_mont_fr, to_mont_fp, to_mont_fr
 
 _REASON = cuda_unavailable_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
@@ -35,7 +35,7 @@ def _run(fn: str, op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("field", ["fr", "fp"])
 def test_field_ops_on_device(field: str) -> None:
     rng = random.Random()
-    mod, to_m, from_m = (R_MOD, pyref.fr_to_mont, pyref.fr_from_mont) if field == "fr" else (P_MOD, pyref.fp_to_mont, pyref.fp_from_mont)
+    mod, to_m, from_m = (R_MOD, to_mont_fr, from_mont_fr) if field == "fr" else (P_MOD, to_mont_fp, from_mont_fp)
     a, b = _values(mod, 3000, rng), _values(mod, 3000, rng)
     rng.shuffle(b)
     A, B = to_m(a), to_m(b)
@@ -59,7 +59,7 @@ def test_fp2_mul_inv_on_device() -> None:
     b = [(rng.randrange(P_MOD), rng.randrange(P_MOD)) for _ in range(len(a))]
 
     def enc(v: list[tuple[int, int]]) -> np.ndarray:
-        return np.hstack([pyref.fp_to_mont([x for x, _ in v]), pyref.fp_to_mont([y for _, y in v])])
+        return np.hstack([to_mont_fp([x for x, _ in v]), to_mont_fp([y for _, y in v])])
 
     def mul(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
         return ((x[0] * y[0] - x[1] * y[1]) % P_MOD, (x[0] * y[1] + x[1] * y[0]) % P_MOD)
@@ -81,12 +81,12 @@ def test_backend_fr_vectors_match_python_and_cpu() -> None:
     gpu = CudaBackend()
     a, b = _values(R_MOD, 5000, rng), _values(R_MOD, 5000, rng)
     rng.shuffle(a)
-    A, B = pyref.fr_to_mont(a), pyref.fr_to_mont(b)
-    assert np.array_equal(gpu.fr_add(A, B), pyref.fr_to_mont([(x + y) for x, y in zip(a, b)]))
-    assert np.array_equal(gpu.fr_sub(A, B), pyref.fr_to_mont([(x - y) for x, y in zip(a, b)]))
-    assert np.array_equal(gpu.fr_mul(A, B), pyref.fr_to_mont([x * y for x, y in zip(a, b)]))
-    assert np.array_equal(gpu.fr_sqr(A), pyref.fr_to_mont([x * x for x in a]))
-    assert np.array_equal(gpu.fr_batch_inv(A), pyref.fr_to_mont([pow(x, R_MOD - 2, R_MOD) for x in a]))
+    A, B = to_mont_fr(a), to_mont_fr(b)
+    assert np.array_equal(gpu.fr_add(A, B), to_mont_fr([(x + y) for x, y in zip(a, b)]))
+    assert np.array_equal(gpu.fr_sub(A, B), to_mont_fr([(x - y) for x, y in zip(a, b)]))
+    assert np.array_equal(gpu.fr_mul(A, B), to_mont_fr([x * y for x, y in zip(a, b)]))
+    assert np.array_equal(gpu.fr_sqr(A), to_mont_fr([x * x for x in a]))
+    assert np.array_equal(gpu.fr_batch_inv(A), to_mont_fr([pow(x, R_MOD - 2, R_MOD) for x in a]))
     try:
         from kernels.cpu.backend import CpuBackend
     except Exception as exc:  # the cpu backend is optional for this comparison

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from kernels.constants import P_MOD, R_MOD
-from kernels.cuda import pyref
+from kernels.cpu.convert import from_mont_fp, from_mont_fr, to_mont_fp, to_mont_fr
 from kernels.cuda.source import assemble
 
 CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
@@ -50,7 +50,7 @@ def _edge_values(mod: int, n: int) -> list[int]:
 
 @pytest.mark.parametrize("field", ["fr", "fp"])
 def test_field_ops_match_python_ints(lib: ctypes.CDLL, field: str) -> None:
-    mod, to_m, from_m = (R_MOD, pyref.fr_to_mont, pyref.fr_from_mont) if field == "fr" else (P_MOD, pyref.fp_to_mont, pyref.fp_from_mont)
+    mod, to_m, from_m = (R_MOD, to_mont_fr, from_mont_fr) if field == "fr" else (P_MOD, to_mont_fp, from_mont_fp)
     a = _edge_values(mod, 200)
     b = _edge_values(mod, 200)
     random.shuffle(b)
@@ -77,10 +77,10 @@ def test_fp2_ops_match_python_ints(lib: ctypes.CDLL) -> None:
     b = [(random.randrange(P_MOD), random.randrange(P_MOD)) for _ in range(len(a))]
 
     def enc(v: list[tuple[int, int]]) -> np.ndarray:
-        return np.hstack([pyref.fp_to_mont([x for x, _ in v]), pyref.fp_to_mont([y for _, y in v])])
+        return np.hstack([to_mont_fp([x for x, _ in v]), to_mont_fp([y for _, y in v])])
 
     def dec(arr: np.ndarray) -> list[tuple[int, int]]:
-        return list(zip(pyref.fp_from_mont(arr[:, :6]), pyref.fp_from_mont(arr[:, 6:])))
+        return list(zip(from_mont_fp(arr[:, :6]), from_mont_fp(arr[:, 6:])))
 
     def mul(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
         return ((x[0] * y[0] - x[1] * y[1]) % P_MOD, (x[0] * y[1] + x[1] * y[0]) % P_MOD)
@@ -107,7 +107,7 @@ def _ark_points(group: str, scalars: list[int]) -> np.ndarray:
         raw = (G() * ark.Scalar(s % R_MOD)).to_xy_bytes_le()
         ints = [int.from_bytes(raw[48 * k : 48 * k + 48], "little") for k in range(words // 6)]
         if any(ints):
-            out[i] = pyref.fp_to_mont(ints).reshape(-1)
+            out[i] = to_mont_fp(ints).reshape(-1)
     return out
 
 

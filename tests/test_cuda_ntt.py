@@ -9,7 +9,7 @@ import pytest
 
 from kernels.backend import cuda_unavailable_reason
 from kernels.constants import FR_COSET_SHIFT, R_MOD, root_of_unity
-from kernels.cuda import pyref
+from kernels.cpu.convert import from_mont_fr, to_mont_fr
 
 _REASON = cuda_unavailable_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
@@ -41,12 +41,12 @@ def test_ntt_small_against_full_python_dft(log_n: int) -> None:
     ninv = pow(n, -1, R_MOD)
     g = FR_COSET_SHIFT
     ginv = pow(g, -1, R_MOD)
-    A = pyref.fr_to_mont(x)
+    A = to_mont_fr(x)
     js = range(n) if n <= 256 else rng.sample(range(n), 64)
-    fwd = pyref.fr_from_mont(_ntt(A))
-    inv = pyref.fr_from_mont(_ntt(A, inverse=True))
-    cos = pyref.fr_from_mont(_ntt(A, coset=True))
-    icos = pyref.fr_from_mont(_ntt(A, inverse=True, coset=True))
+    fwd = from_mont_fr(_ntt(A))
+    inv = from_mont_fr(_ntt(A, inverse=True))
+    cos = from_mont_fr(_ntt(A, coset=True))
+    icos = from_mont_fr(_ntt(A, inverse=True, coset=True))
     for j in js:
         assert fwd[j] == _dft_at(x, j, w)
         assert inv[j] == _dft_at(x, j, winv) * ninv % R_MOD
@@ -74,9 +74,9 @@ def test_ntt_roundtrip_and_batch(log_n: int) -> None:
     yb = gntt.ntt(batch, coset=True)
     assert cp.array_equal(yb[0], gntt.ntt(X, coset=True))
     assert cp.array_equal(yb[1], gntt.ntt(X[::-1].copy(), coset=True))
-    xs = pyref.fr_from_mont(x)
+    xs = from_mont_fr(x)
     j = int(rng.integers(n))
-    assert pyref.fr_from_mont(cp.asnumpy(yb[2][j : j + 1]))[0] == _dft_at(xs, j, root_of_unity(log_n), FR_COSET_SHIFT)
+    assert from_mont_fr(cp.asnumpy(yb[2][j : j + 1]))[0] == _dft_at(xs, j, root_of_unity(log_n), FR_COSET_SHIFT)
 
 
 @pytest.mark.parametrize("log_n", [10, 14])
@@ -86,7 +86,7 @@ def test_ntt_matches_cpu_backend(log_n: int) -> None:
     except Exception as exc:
         pytest.skip(f"cpu backend not importable: {exc}")
     rng = random.Random()
-    A = pyref.fr_to_mont([rng.randrange(R_MOD) for _ in range(1 << log_n)])
+    A = to_mont_fr([rng.randrange(R_MOD) for _ in range(1 << log_n)])
     cpu = CpuBackend()
     for inverse in (False, True):
         for coset in (False, True):
@@ -101,8 +101,8 @@ def test_h_coefficients_batched_equals_step_by_step() -> None:
     gpu = CudaBackend()
     n = 1 << 12
     m = n - 37  # fewer evaluations than the domain: zero padding
-    a, b, c = (pyref.fr_to_mont([rng.randrange(R_MOD) for _ in range(m)]) for _ in range(3))
-    a[:5] = pyref.fr_to_mont([0, 1, R_MOD - 1, 0, 1])
+    a, b, c = (to_mont_fr([rng.randrange(R_MOD) for _ in range(m)]) for _ in range(3))
+    a[:5] = to_mont_fr([0, 1, R_MOD - 1, 0, 1])
 
     def pad(v: np.ndarray) -> np.ndarray:
         out = np.zeros((n, 4), np.uint64)
@@ -149,7 +149,7 @@ def test_h_coefficients_frees_each_batch_once_transformed() -> None:
     rng = random.Random()
     gpu = CudaBackend()
     n = 1 << 16
-    a, b, c = (cp.asarray(pyref.fr_to_mont([rng.randrange(R_MOD) for _ in range(n - 5)])) for _ in range(3))
+    a, b, c = (cp.asarray(to_mont_fr([rng.randrange(R_MOD) for _ in range(n - 5)])) for _ in range(3))
     coset = [gpu.ntt(_intt_padded(v, n), coset=True) for v in (a, b, c)]
     want = gpu.ntt(gpu.fr_sub(gpu.fr_mul(coset[0], coset[1]), coset[2]), inverse=True, coset=True)
     del coset

@@ -46,12 +46,12 @@ def random_fr_device(n: int, shape_tail: tuple[int, ...] = ()) -> Any:
 
 def generator_words(group: str) -> np.ndarray:
     """The group generator in design.md's layout (Montgomery affine)."""
-    from kernels.cuda import pyref
+    from kernels.cpu.convert import to_mont_fp
 
     if group == "g1":
-        return pyref.fp_to_mont(list(G1_GEN)).reshape(-1)
+        return to_mont_fp(list(G1_GEN)).reshape(-1)
     (x0, x1), (y0, y1) = G2_GEN
-    return pyref.fp_to_mont([x0, x1, y0, y1]).reshape(-1)
+    return to_mont_fp([x0, x1, y0, y1]).reshape(-1)
 
 
 def distinct_points_device(group: str, n: int) -> Any:
