@@ -406,7 +406,7 @@ def _add_bench_synth(bsub) -> None:
     p.set_defaults(func=_cmd_bench_synth)
 
 
-SYNTH_GOAL_CPS_PER_CORE = 1e6  # issue 3: whole synthesis, per core, at `medium`
+SYNTH_GOAL_CPS_PER_CORE = 1e6  # the goal for whole synthesis (witness + eval), per core, at `medium`
 
 
 def format_bench_synth(rows: Sequence[dict]) -> str:

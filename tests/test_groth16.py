@@ -1,6 +1,7 @@
 """Groth16 end to end: keys from setup, proofs made in a fresh process that loads only the key
 file, verified by py_arkworks_bls12381's pairing after its own deserializer decodes our bytes;
-and the rejections issue 2 lists."""
+and the rejections a verifier must make (a flipped byte, wrong public inputs, another key's
+proof, a broken witness, a key for another circuit, a malformed verification key)."""
 
 from __future__ import annotations
 
