@@ -7,6 +7,10 @@ parallel (numba prange). Two fast paths keep it close to pure memory traffic:
 - per nonzero, a tag says whether the coefficient is +1 or −1 (add or subtract the value) or
   general (one Montgomery multiplication).
 The output buffers may be views of shared memory: nothing here allocates them unless asked.
+
+With abc_eval = "gpu" synthesis stops at the witness: :func:`synthesize_to_segment` writes its
+compact form (engine.groth16.compact) into the partition's one segment, sized from the circuit
+by :func:`general_capacity`, and the prover evaluates a, b, c where H runs.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from engine.groth16.compact import WitnessLayout
 from engine.groth16.r1cs import CSR, R1CS
 from kernels.cpu.convert import to_mont_fr
 from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_eq, fr_load, fr_mul, fr_store, fr_sub
@@ -307,3 +312,28 @@ def synthesize_compact(witness, r: R1CS, z: np.ndarray, words: np.ndarray, layou
     t1 = now_ms()
     g = write_compact(z, words, layout)
     return t1 - t0, now_ms() - t1, g
+
+
+def compact_layout(circuit) -> WitnessLayout:
+    """The compact witness segment's layout for a pipeline circuit (engine.pipeline.circuits):
+    its ``general_capacity`` where the preset knows one (porep), else every variable."""
+    nv = circuit.r1cs.num_vars
+    cap = getattr(circuit, "general_capacity", None)
+    return WitnessLayout(nv, nv if cap is None else int(cap))
+
+
+def synthesize_to_segment(circuit, seed: int, partition: int, partitions: int, words: np.ndarray,
+                          buffers: dict[str, np.ndarray]) -> tuple[float, float]:
+    """A synthesis worker's task with abc_eval = "gpu": the witness into the worker's own z
+    (kept in ``buffers`` for the next partition of the same circuit, the last circuit's only),
+    its compact form into the segment ``words``. Returns (witness ms, compaction ms)."""
+    nv = circuit.r1cs.num_vars
+    z = buffers.get(circuit.name)
+    if z is None or z.shape[0] != nv:
+        buffers.clear()
+        z = buffers[circuit.name] = np.empty((nv, 4), np.uint64)
+    w_ms, c_ms, _ = synthesize_compact(
+        lambda out: circuit.witness(seed, partition, partitions, out), circuit.r1cs, z, words,
+        compact_layout(circuit),
+    )
+    return w_ms, c_ms

@@ -186,3 +186,24 @@ def test_tiny_compact_proof_equals_plain_and_verifies(tmp_path) -> None:
 @pytest.mark.skipif(not os.environ.get("SEALTOP_HEAVY"), reason="set SEALTOP_HEAVY=1 (about 100 s on 2 cores)")
 def test_small_compact_proof_equals_plain_and_verifies(tmp_path) -> None:
     _prove_both("small", tmp_path)
+
+
+def test_synthesis_task_writes_the_segment_and_keeps_one_buffer(tmp_path) -> None:
+    """synthesize_to_segment (a synthesis worker's gpu-mode task) writes the compact form of
+    the partition's witness into the segment, reusing its z for the same circuit and keeping
+    only the last circuit's."""
+    from engine.pipeline.circuits import resolve
+    from engine.synthesis import compact_layout, synthesize_to_segment
+
+    buffers: dict[str, np.ndarray] = {}
+    seed = secrets.randbelow(2**32)
+    for preset in ("chain-16", "tiny", "tiny"):
+        circuit = resolve(preset, str(tmp_path))
+        layout = compact_layout(circuit)
+        buf = _segment(layout)
+        before = buffers.get(preset)
+        w_ms, c_ms = synthesize_to_segment(circuit, seed, 0, 1, buf, buffers)
+        assert w_ms >= 0 and c_ms >= 0 and list(buffers) == [preset]
+        assert before is None or buffers[preset] is before
+        want = circuit.witness(seed, 0, 1, None)
+        assert np.array_equal(expand_witness(read_compact(buf, layout)), want)

@@ -15,7 +15,16 @@ _REASON = cuda_unavailable_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
 
 
-def _same_proof(preset: str, tmp_path) -> None:
+def _circuits() -> str:
+    """The engine's circuit cache (built circuits shared with the other GPU tests and runs of
+    the same machine session, instead of tracing medium again per test)."""
+    from engine.config import EngineConfig
+    from engine.pipeline.circuits import circuit_cache_dir
+
+    return circuit_cache_dir(EngineConfig().param_cache_path())
+
+
+def _same_proof(preset: str) -> None:
     from engine.circuit.porep import build_porep, generate_partitions, porep_witness
     from engine.groth16.compact import (
         WitnessLayout,
@@ -34,7 +43,7 @@ def _same_proof(preset: str, tmp_path) -> None:
     from kernels.constants import R_MOD
 
     be = get_backend("cuda")
-    shape = build_porep(preset, tmp_path)
+    shape = build_porep(preset, _circuits())
     r1 = shape.r1cs
     pk = setup(r1, secrets.token_hex(8), be)
     tables = resident_tables(pk, be)
@@ -58,9 +67,9 @@ def _same_proof(preset: str, tmp_path) -> None:
     assert verify(verifying_key(pk), public, p_compact)
 
 
-def test_small_gpu_abc_proof_is_the_cpu_abc_proof(tmp_path) -> None:
-    _same_proof("small", tmp_path)
+def test_small_gpu_abc_proof_is_the_cpu_abc_proof() -> None:
+    _same_proof("small")
 
 
-def test_medium_gpu_abc_proof_is_the_cpu_abc_proof(tmp_path) -> None:
-    _same_proof("medium", tmp_path)
+def test_medium_gpu_abc_proof_is_the_cpu_abc_proof() -> None:
+    _same_proof("medium")

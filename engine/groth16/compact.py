@@ -518,9 +518,10 @@ def resident_compact(cm: CompactR1CS, backend: Any) -> ResidentCompact:
     from kernels.cuda import abc as dev
     from kernels.cuda.stream import thread_stream
 
-    with thread_stream() as st:
+    st = thread_stream()
+    with st:
         up = dev.upload(cm.arrays())
-        st.synchronize()  # other threads' streams read it next
+    st.synchronize()  # other threads' streams read it next
     return ResidentCompact(cm.num_vars, cm.num_constraints, cm.nbytes(), None, up)
 
 
