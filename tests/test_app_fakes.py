@@ -10,7 +10,7 @@ import queue
 import threading
 from typing import Any
 
-from engine import events as E
+from engine.stream import schema as E
 
 
 class FakeEngine:

@@ -15,7 +15,7 @@ from textual.widgets import Footer, Static
 
 from app.state import DashboardState, fmt_bytes, fmt_ms
 from app.widgets.render import Palette
-from engine.events import TIMER_KEYS
+from engine.stream.schema import TIMER_KEYS
 
 # Metrics where a larger value is better (for colouring the difference).
 HIGHER_IS_BETTER = {"throughput (proofs/min)", "proofs verified"}

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from app.state import ALL_STAGES, STAGES, JobState, fmt_ms, fmt_s
-from engine.events import KERNEL_KEYS
 from app.widgets.render import STAGE_GLYPH, Palette
+from engine.stream.schema import KERNEL_KEYS
 
 GANTT_STAGES = STAGES[:-1]  # `done` ends the bar
 
