@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from engine import summary
 from engine.config import EngineConfig
 from engine.pipeline.circuits import resolve
 from engine.pipeline.engine import Engine, Faults, Job
 from engine.pipeline.shm import list_ours, prefix_for
+from engine.stream import summary
 
 PRESET = "chain-1024"  # synthesis ~ms, CPU proof ~150 ms: the prover is the bottleneck
 WAIT = 300

@@ -12,7 +12,6 @@ import time
 import numpy as np
 import pytest
 
-from engine import events, summary
 from engine.pipeline.channel import BoundedChannel, ChannelClosed
 from engine.pipeline.scheduler import Admission, AdmissionClosed
 from engine.pipeline.shm import (
@@ -22,7 +21,8 @@ from engine.pipeline.shm import (
     prefix_for,
     sweep_stale,
 )
-
+from engine.stream import schema as events
+from engine.stream import summary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -293,7 +293,7 @@ def test_memory_model_terms():
 
 
 def test_steady_interval_is_the_mean_gap_between_completions() -> None:
-    from engine.summary import PartitionRecord, steady_interval
+    from engine.stream.summary import PartitionRecord, steady_interval
 
     def rec(i: int, t_done: float) -> PartitionRecord:
         return PartitionRecord(1, i, stages=[(0.0, "queued", "s"), (t_done, "done", "f")])
@@ -351,7 +351,7 @@ def test_a_prover_process_sees_only_its_gpu(monkeypatch):
 
 
 def test_gap_split_names_where_the_wrapper_went() -> None:
-    from engine.summary import PartitionRecord, gap_split
+    from engine.stream.summary import PartitionRecord, gap_split
 
     def rec(sync: bool) -> PartitionRecord:
         # dealloc 40 ms, inside the wrapper when sync

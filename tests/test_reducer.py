@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from hypothesis import strategies as st
 from app.replay import ReplayController
 from app.session_io import SessionError, load_session, parse_session
 from app.state import DashboardState, apply, fmt_bytes, reduce
-from engine import events as E
+from engine.stream import schema as E
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 
@@ -211,7 +209,7 @@ def test_fmt_bytes():
 
 def test_reducer_agrees_with_engine_summary(session):
     """The dashboard and the headless summary count the same things from the same events."""
-    from engine import summary
+    from engine.stream import summary
 
     s = reduce(session.events)
     assert s.stage_counts() == summary.stage_counts(session.events)
