@@ -1,7 +1,7 @@
 """The headless verbs behind `run`, `bench pipeline` and `replay --summary`.
 
 Each is a plain function that prints and returns an exit code, so engine/cli.py only parses
-arguments. Every table printed here comes from engine.summary over the event stream, so a live
+arguments. Every table printed here comes from engine.stream.summary over the event stream, so a live
 run and the replay of its recorded session print the same thing.
 
 Exit codes: 0 every proof verified; 1 a proof failed verification or a partition failed;

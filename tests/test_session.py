@@ -10,17 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import events
-from engine.session import (
-    FORMAT,
-    SessionError,
-    SessionRecorder,
-    header,
-    load_session,
-    parse_session_text,
-    read_session,
-)
-from engine.summary import render_all
+from engine.stream import schema as events
+from engine.stream.reader import SessionError, load_session, parse_session_text, read_session
+from engine.stream.recorder import FORMAT, SessionRecorder, header
+from engine.stream.summary import render_all
 
 FUZZ_EXAMPLES = int(os.environ.get("SEALTOP_FUZZ_EXAMPLES", "300"))
 

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from engine import events
+from engine.stream import schema
 from engine.telemetry.memory import rss_anon
 from engine.telemetry.nvml import read_gpu
 
@@ -65,7 +65,7 @@ class Sampler:
                     if pid in prev and wall > prev[pid][1]:
                         pct = round(100.0 * (cpu - prev[pid][0]) / (wall - prev[pid][1]), 1)
                 procs.append({"pid": pid, "role": role, "rss_anon": rss_anon(pid), "cpu_pct": pct})
-            ev = events.sample(
+            ev = schema.sample(
                 self._now(),
                 procs,
                 self._shm_bytes(),

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from engine import events as E  # noqa: E402
-from engine import session as S  # noqa: E402
+from engine.stream import recorder as S  # noqa: E402
+from engine.stream import schema as E  # noqa: E402
 
 OUT = Path(__file__).with_name("session_fixture.jsonl")
 # A second run of the same jobs with a wider channel and more workers, for the compare screen.
