@@ -7,11 +7,19 @@ between backends without conversion and both backends give bit-identical results
 
 ``cpu`` (numba) is always present; ``cuda`` (CuPy RawKernels) reports itself unavailable, with a
 reason, where there is no GPU.
+
+Beside the arithmetic, each backend says what it is, so that callers never test its name:
+``is_device`` (it computes in a device's memory, so vectors are copied there), ``select_device``
+(in a fresh process, before the backend starts: compute on that device only), ``synchronize``
+(wait for queued device work, so a host timer covers it), ``release_pools`` (hand cached
+device and pinned memory back) and ``memory_info`` (the device's free and total bytes). A new
+vendor is a class that implements this Protocol plus one line in ``_CLASSES`` below.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import importlib
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -22,6 +30,21 @@ class BackendUnavailable(RuntimeError):
 
 class Backend(Protocol):
     name: str
+    is_device: bool  # computes in a device's memory (vectors are copied to it), not the host's
+
+    # Compute on device ``device`` only (the system's numbering), in a process where the backend
+    # has not started yet; a host backend ignores it. Static: it runs before any instance.
+    @staticmethod
+    def select_device(device: int) -> None: ...
+
+    # Wait until the work queued on the device is done (no-op on a host backend).
+    def synchronize(self) -> None: ...
+
+    # Hand the memory the backend caches (device and pinned pools) back to the system.
+    def release_pools(self) -> None: ...
+
+    # (free, total) bytes of the current device's memory; None on a host backend.
+    def memory_info(self) -> tuple[int, int] | None: ...
 
     # Fr vectors (elementwise; same shapes in and out)
     def fr_add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
@@ -62,6 +85,44 @@ class Backend(Protocol):
     # Fixed-base multiplication: out[i] = scalars[i] * base, affine (used by setup).
     def fixed_base_g1(self, base: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...
     def fixed_base_g2(self, base: np.ndarray, scalars: np.ndarray) -> np.ndarray: ...
+
+
+# name → (module, class) of every backend; "auto" is not a backend but a choice among them.
+_CLASSES = {"cpu": ("kernels.cpu.backend", "CpuBackend"),
+            "cuda": ("kernels.cuda.backend", "CudaBackend")}
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The class of backend ``name`` (``cpu`` or ``cuda``), without starting it: importing a
+    backend's module touches no device, so its class attributes (``is_device``) and
+    ``select_device`` are safe to use before the backend runs."""
+    if name not in _CLASSES:
+        raise BackendUnavailable(f"unknown backend {name!r} (choose {', '.join(_CLASSES)})")
+    module, cls = _CLASSES[name]
+    return cast("type[Backend]", getattr(importlib.import_module(module), cls))
+
+
+def is_device_backend(name: str | None) -> bool:
+    """Whether backend ``name`` (as a config or a recorded session names it) computes on a
+    device; False for an unknown name or None (a session that did not say)."""
+    try:
+        return name is not None and backend_class(name).is_device
+    except (BackendUnavailable, ImportError):
+        return False
+
+
+def pick_backend(requested: str) -> str:
+    """The backend that ``requested`` (a backend's name or ``auto``) runs on here: ``auto`` is
+    the device backend where it can run, else cpu. Raises BackendUnavailable with the reason
+    when a named device backend cannot run."""
+    if requested == "cpu":
+        return "cpu"
+    reason = cuda_unavailable_reason()
+    if reason is None:
+        return "cuda"
+    if requested == "cuda":
+        raise BackendUnavailable(reason)
+    return "cpu"
 
 
 def cuda_unavailable_reason() -> str | None:

@@ -22,6 +22,21 @@ class CpuBackend:
     """Backend on this machine's cores; every buffer is a numpy array in the shared layout."""
 
     name = "cpu"
+    is_device = False  # computes on host arrays (a shared-memory segment's mapping as it is)
+
+    # --- capabilities (kernels/backend.py): a host backend has no device to wait for or free ---
+    @staticmethod
+    def select_device(device: int) -> None:
+        """Nothing to select: every core of this machine is the cpu backend's."""
+
+    def synchronize(self) -> None:
+        """Nothing is queued: every operation has returned its result."""
+
+    def release_pools(self) -> None:
+        """Nothing is pooled: numpy hands memory back as arrays go."""
+
+    def memory_info(self) -> tuple[int, int] | None:
+        return None
 
     def fr_add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return fr_vec.add(a, b)

@@ -14,6 +14,7 @@ work. Results come back to the host through ``to_host``, which lets the stream s
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -78,9 +79,33 @@ class CudaBackend:
     """Backend on the current CUDA device (CuPy's current device and stream)."""
 
     name = "cuda"
+    is_device = True  # computes in GPU memory: vectors are uploaded, point tables kept resident
 
     def __init__(self) -> None:
         self._fixed: dict[tuple[str, bytes], _msm.FixedBase] = {}
+
+    # --- capabilities (kernels/backend.py) ------------------------------------------------------
+    @staticmethod
+    def select_device(device: int) -> None:
+        """Make GPU ``device`` the only one this process sees, before CUDA starts here: CuPy's
+        current device is per thread, so selecting it in one thread would leave the others on
+        device 0; hiding the rest covers every thread. ``device`` counts the GPUs this process
+        was allowed to see (CUDA_VISIBLE_DEVICES, when set, maps it to the system's number)."""
+        seen = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+                if d.strip()]
+        os.environ["CUDA_VISIBLE_DEVICES"] = seen[device] if device < len(seen) else str(device)
+
+    def synchronize(self) -> None:
+        _cp().cuda.Device().synchronize()
+
+    def release_pools(self) -> None:
+        cp = _cp()
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+
+    def memory_info(self) -> tuple[int, int] | None:
+        free, total = _cp().cuda.runtime.memGetInfo()
+        return int(free), int(total)
 
     # --- Fr vectors ---------------------------------------------------------------------------
     @_on_stream
