@@ -24,6 +24,7 @@ from engine.groth16.compact import (
     layout_of,
     public_inputs,
     read_compact,
+    resident_bytes_bound,
     resident_compact,
     write_compact,
 )
@@ -114,6 +115,7 @@ def test_host_evaluation_into_the_padded_input() -> None:
             assert np.array_equal(abc[i, :rows], e)
         assert not abc[:, rows:].any()
         assert all(np.array_equal(x, y) for x, y in zip(evaluate_compact(cm, w), evaluate(r, z)))
+        assert cm.nbytes() <= resident_bytes_bound(r) <= cm.nbytes() + 32 * (1 << 16)
     with pytest.raises(CompactError, match="H input must be"):
         evaluate_abc_host(cm, w, np.zeros((3, rows - 1, 4), np.uint64) if rows > 1 else np.zeros((2, 4, 4), np.uint64))
 

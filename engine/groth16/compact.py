@@ -170,6 +170,13 @@ def _coef_table(mats: tuple[CSR, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
     return np.ascontiguousarray(keys[:count]), parts
 
 
+def resident_bytes_bound(r: R1CS) -> int:
+    """Bytes the compact matrices of ``r`` take where they are resident, at most (the
+    coefficient table counted full): 6 per nonzero, 4 per row pointer, 32 per table entry.
+    For a memory plan made before the form is built."""
+    return 6 * r.nnz + 3 * 4 * (r.num_constraints + 1) + 32 * MAX_COEFS
+
+
 def compact_r1cs(r: R1CS) -> CompactR1CS:
     """The compact form of ``r`` (once per circuit); CompactError if it does not fit."""
     r.check()
