@@ -337,8 +337,10 @@ def key_source(
     line (KeyRoomError), as before."""
     from engine.groth16.keyfile import KeyRoomError
 
+    from kernels.backend import is_device_backend
+
     path = key_path(cache_dir, circuit.name, circuit.r1cs)
-    if backend_name != "cuda" or path.exists():
+    if not is_device_backend(backend_name) or path.exists():
         p, vk = ensure_key(circuit, cache_dir, backend_name, progress, damaged)
         return str(p), vk
     try:
@@ -364,12 +366,10 @@ def circuit_dir(cache_dir: Path) -> Path:
 
 
 def device_free(backend: Any) -> int | None:
-    """Free bytes on the backend's current device (the CUDA runtime's figure); None on the cpu."""
-    if getattr(backend, "name", "cpu") != "cuda":
-        return None
-    import cupy
-
-    return int(cupy.cuda.runtime.memGetInfo()[0])
+    """Free bytes on the backend's current device (its memory_info: the CUDA runtime's figure);
+    None on a host backend."""
+    info = backend.memory_info()
+    return None if info is None else int(info[0])
 
 
 def make_device_key(
@@ -411,3 +411,18 @@ def make_device_key(
 
         pk = dataclasses.replace(pk, **dropped)
     return LoadedKey(pk, tables, device_made=True), verifying_key(pk)
+
+
+def load_source(
+    source: str,
+    backend: Any,
+    slots: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[LoadedKey, Any]:
+    """(loaded key, verifying key or None) from a key source: a device source is generated on
+    the backend's device (:func:`make_device_key`, with its verifying key, which the engine has
+    no other way to know); a key file's path is loaded (:func:`load_key`; the engine read its
+    verifying key from the file already)."""
+    if parse_device_source(source) is not None:
+        return make_device_key(source, backend, slots, progress)
+    return load_key(source, backend), None
