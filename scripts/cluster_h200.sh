@@ -72,7 +72,7 @@ gpu_channel_capacity = 1'
 else
   py=${PYTHON:-python3}
   large=${LARGE_PRESET:-large} small=${SMALL_PRESET:-small}
-  LARGE_JOBS=${LARGE_JOBS:-6} SMALL_JOBS=${SMALL_JOBS:-4}
+  LARGE_JOBS=${LARGE_JOBS:-6} SMALL_JOBS=${SMALL_JOBS:-2}
   need_large=cuda need_small=cpu
   params="$root/.params"
   gpu_engine='backend = "cuda"
