@@ -6,20 +6,11 @@ the queues: tasks name shared-memory segments (engine.pipeline.shm) that the orc
 Synthesis workers map them and write a, b, c and z in place; a GPU prover reads them from their
 files straight into its upload (kernels/stored.py) and never maps them; a cpu prover maps them.
 
-Messages (all small tuples/dicts):
-
-* synthesis task ``{"op": "synth", "key", "preset", "cache_dir", "seed", "partition",
-  "partitions", "segs"}``;
-  replies ``("synth_done", worker, key, {"witness": ms, "eval": ms})`` or
-  ``("task_error", worker, key, message)``.
-* synthesis workers reply ``("ready", worker, None, {})`` once warm (before their first task).
-* prover task ``{"op": "load", "key_path"}``: load a proving key (memory-map, upload its point
-  tables) before any partition needs it; replies ``("key_loaded", worker, key_path, {"ms", "pid"})``
-  or ``("key_error", worker, key_path, {"message", "pid"})``.
-* prover task ``{"op": "prove", "key", "preset", "key_path", "segs", "b_g2"}``;
-  replies ``("gpu_done", worker, key, timings)`` once H and the G1 MSMs are done and a, b, c are
-  no longer needed, then ``("proved", worker, key, proof_bytes, public_inputs, {"b2": ms})``.
-* ``None`` as a task ends the worker.
+The messages are the typed dataclasses of engine.pipeline.messages: a synthesis worker takes
+SynthTask and answers Ready (once warm, before its first task), SynthDone or TaskFailed; a
+prover takes LoadKey (answered KeyLoaded / KeyFailed) and ProveTask (answered GpuDone once H and
+the G1 MSMs are done and a, b, c are no longer needed, AbcUnmapped, then Proved, or TaskFailed).
+Stop ends a worker.
 
 The prover runs ``gpu_slots_per_device`` slot threads that share one loaded proving key, and one
 finalize thread per process that runs the B2/assembly half so a slot is free for the next
@@ -38,6 +29,21 @@ from typing import Any
 
 from engine.pipeline import prover_trace
 from engine.pipeline.latency import quicken_handoffs
+from engine.pipeline.messages import (
+    AbcUnmapped,
+    GpuDone,
+    KeyFailed,
+    KeyLoaded,
+    LoadKey,
+    Proved,
+    ProveTask,
+    Ready,
+    Stop,
+    SynthDone,
+    SynthTask,
+    TaskFailed,
+    WorkerFailed,
+)
 from engine.pipeline.shm import Attached, SegmentSpec, segment_path
 from kernels.stored import StoredArray
 
@@ -99,33 +105,33 @@ def synthesis_main(
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     plans: dict[str, Any] = {}
     _warm_synthesis()
-    results.put(("ready", name, None, {}))
+    results.put(Ready(name))
     while True:
         task = tasks.get()
-        if task is None:
-            return
-        key = task["key"]
+        if not isinstance(task, SynthTask):
+            return  # Stop
+        key = task.key
         attached: list[Attached] = []
-        views: dict = {}
+        views: dict[str, Any] = {}
         try:
-            circuit = resolve(task["preset"], task.get("cache_dir"))
-            segs: dict[str, SegmentSpec] = task["segs"]
+            circuit = resolve(task.preset, task.cache_dir)
+            segs: dict[str, SegmentSpec] = task.segs
             for k in ("a", "b", "c", "z"):
                 att = Attached(segs[k])
                 attached.append(att)
                 views[k] = att.array
             t0 = time.perf_counter()
-            circuit.witness(task["seed"], task["partition"], task["partitions"], views["z"])
+            circuit.witness(task.seed, key.index, task.partitions, views["z"])
             t1 = time.perf_counter()
             r1cs = circuit.r1cs
-            if task["preset"] not in plans:
-                plans[task["preset"]] = eval_plan(r1cs)
+            if task.preset not in plans:
+                plans[task.preset] = eval_plan(r1cs)
             evaluate(r1cs, views["z"], out=(views["a"], views["b"], views["c"]),
-                     plan=plans[task["preset"]])
+                     plan=plans[task.preset])
             t2 = time.perf_counter()
-            results.put(("synth_done", name, key, {"witness": _ms(t0, t1), "eval": _ms(t1, t2)}))
+            results.put(SynthDone(name, key, _ms(t0, t1), _ms(t1, t2)))
         except Exception as exc:  # reported to the orchestrator, which fails the partition
-            results.put(("task_error", name, key, _one_line(exc)))
+            results.put(TaskFailed(name, key, _one_line(exc)))
         finally:
             views.clear()
             for att in attached:
@@ -192,17 +198,15 @@ class _ProverState:
         return self.keys[path]
 
 
-def _load_task(state: _ProverState, task: dict) -> None:
-    path = task["key_path"]
+def _load_task(state: _ProverState, task: LoadKey) -> None:
+    path = task.source
     try:
-        ms = state.load(path, task.get("test_delay_s", 0.0), task.get("test_fail"))
-        state.results.put(("key_loaded", state.name, path, {"ms": ms, "pid": os.getpid()}))
+        ms = state.load(path, task.test_delay_s, task.test_fail)
+        state.results.put(KeyLoaded(state.name, path, ms, os.getpid()))
     except Exception as exc:
         if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
             traceback.print_exc()
-        state.results.put(
-            ("key_error", state.name, path, {"message": _one_line(exc), "pid": os.getpid()})
-        )
+        state.results.put(KeyFailed(state.name, path, _one_line(exc), os.getpid()))
 
 
 def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
@@ -211,26 +215,26 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
 
     while True:
         task = tasks.get()
-        if task is None:
-            tasks.put(None)  # let the sibling slots see it too
-            state.finalize_q.put(None)
-            return
-        if task.get("op") == "load":
+        if isinstance(task, LoadKey):
             _load_task(state, task)
             continue
+        if not isinstance(task, ProveTask):  # Stop
+            tasks.put(Stop())  # let the sibling slots see it too
+            state.finalize_q.put(None)
+            return
         t_recv = time.monotonic()  # the orchestrator splits its wrapper with this and t_sent
-        key = task["key"]
+        key = task.key
         trace = prover_trace.SlotTrace(key)
         trace.stamp("received")
         mapped: dict[str, Attached] = {}
         inputs: dict[str, Any] = {}
         handle = None
         try:
-            pk = state.key(task["key_path"])
+            pk = state.key(task.key_source)
             trace.stamp("key")
             for k in ("a", "b", "c", "z"):
-                spec = task["segs"][k]
-                if _reads_segment(state, k, task["b_g2"]):
+                spec = task.segs[k]
+                if _reads_segment(state, k, task.b_g2):
                     inputs[k] = StoredArray(segment_path(spec.name), spec.shape)
                 else:
                     mapped[k] = Attached(spec)
@@ -255,17 +259,17 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             # the unmap thread: unmapping GBs of touched pages is deallocation, and must not
             # hold this slot from its next partition. The orchestrator's dealloc step waits for
             # "abc_unmapped" before it unlinks. z stays for the finalize half.
-            state.results.put(("gpu_done", state.name, key, timings))
+            state.results.put(GpuDone(state.name, key, timings))
             trace.stamp("sent")
             inputs.clear()
             state.unmap_q.put((key, [mapped.pop(k) for k in ("a", "b", "c") if k in mapped]))
-            state.finalize_q.put((key, handle, mapped.pop("z", None), public, task["b_g2"], pk))
+            state.finalize_q.put((key, handle, mapped.pop("z", None), public, task.b_g2, pk))
             trace.emit()
         except Exception as exc:
             detail = _one_line(exc)
             if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
                 traceback.print_exc()
-            state.results.put(("task_error", state.name, key, detail))
+            state.results.put(TaskFailed(state.name, key, detail))
         finally:
             inputs.clear()
             handle = None  # it holds views of what this slot mapped
@@ -295,7 +299,7 @@ def _unmap_loop(state: _ProverState) -> None:
         for att in atts:
             att.close()
         if key is not None:
-            state.results.put(("abc_unmapped", state.name, key, {}))
+            state.results.put(AbcUnmapped(state.name, key))
 
 
 def _finalize_loop(state: _ProverState, slots: int) -> None:
@@ -313,9 +317,9 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
             t0 = time.perf_counter()
             proof = proving.finish(handle, b_g2, loaded)
             t1 = time.perf_counter()
-            state.results.put(("proved", state.name, key, proof, public, {"b2": _ms(t0, t1)}))
+            state.results.put(Proved(state.name, key, proof, public, _ms(t0, t1)))
         except Exception as exc:
-            state.results.put(("task_error", state.name, key, _one_line(exc)))
+            state.results.put(TaskFailed(state.name, key, _one_line(exc)))
         finally:
             del handle
             if z_att is not None:
@@ -333,10 +337,10 @@ def prover_main(
     try:
         state = _ProverState(name, backend_name, device, results)
     except Exception as exc:
-        results.put(("worker_error", name, None, _one_line(exc)))
+        results.put(WorkerFailed(name, _one_line(exc)))
         return
     prover_trace.install()
-    results.put(("ready", name, None, {"backend": state.backend.name}))
+    results.put(Ready(name, state.backend.name))
     threads = [
         threading.Thread(target=_slot_loop, args=(state, tasks, s), name=f"slot{s}")
         for s in range(slots)

@@ -1,0 +1,180 @@
+"""The messages between the Engine and its worker processes, one frozen dataclass each.
+
+Every task the orchestrator sends a worker and every reply a worker sends back is one of the
+classes below; they travel pickled through multiprocessing queues, so they hold only small
+values (large vectors stay in the shared-memory segments that ``segs`` names). A reply names
+its worker and, for partition work, the partition's :class:`PartKey`; the orchestrator drops a
+reply whose key is for an attempt it has since retried or cancelled.
+
+Tasks (orchestrator → one worker's task queue):
+
+* :class:`SynthTask` to a synthesis worker: write a, b, c and z into ``segs``;
+* :class:`LoadKey` to a prover: make the proving key named by ``source`` ready before any
+  partition needs it (today ``source`` is a key file's path);
+* :class:`ProveTask` to a prover: the GPU half, then the B2/assembly half, of one partition;
+* :class:`Stop`: the worker ends.
+
+Replies (every worker → the one shared result queue):
+
+* :class:`Ready` once a worker is up (a prover's backend loaded, synthesis kernels warm);
+  :class:`WorkerFailed` when a prover cannot start at all;
+* :class:`SynthDone`; :class:`KeyLoaded` / :class:`KeyFailed` (with the prover's pid, so a
+  reply from a process that has since died is recognised);
+* :class:`GpuDone` once H and the G1 MSMs are done, :class:`AbcUnmapped` once the prover has
+  let go of a, b and c, then :class:`Proved`;
+* :class:`TaskFailed` for any task that raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.pipeline.shm import SegmentSpec
+
+
+@dataclass(frozen=True)
+class PartKey:
+    """One attempt at one partition of one job: what partition work and its replies name."""
+
+    job: int
+    index: int
+    attempt: int
+
+    def tag(self) -> str:
+        """A short name for segment names and logs (``j1p0a0``)."""
+        return f"j{self.job}p{self.index}a{self.attempt}"
+
+
+# -- tasks ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SynthTask:
+    """Synthesize one partition: its witness into ``segs["z"]``, then A·z, B·z, C·z into
+    ``segs["a"]``, ``segs["b"]``, ``segs["c"]``."""
+
+    key: PartKey
+    preset: str
+    cache_dir: str
+    seed: int
+    partitions: int
+    segs: dict[str, SegmentSpec]
+
+
+@dataclass(frozen=True)
+class LoadKey:
+    """Make a proving key ready in the prover (memory-map it, upload its point tables).
+    ``source`` says where the key comes from: today the path of its key file."""
+
+    source: str
+    test_delay_s: float = 0.0  # test-only fault hooks (engine.pipeline.engine.Faults)
+    test_fail: str | None = None
+
+
+@dataclass(frozen=True)
+class ProveTask:
+    """Prove one partition with the key loaded from ``key_source``, reading its vectors from
+    ``segs``; ``b_g2`` says where the B2 MSM runs."""
+
+    key: PartKey
+    preset: str
+    key_source: str
+    segs: dict[str, SegmentSpec]
+    b_g2: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The worker ends (a prover's slot threads pass it on to their siblings)."""
+
+
+Task = SynthTask | LoadKey | ProveTask | Stop
+
+
+# -- replies ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ready:
+    """A worker has started; ``backend`` is a prover's backend name (None for synthesis)."""
+
+    worker: str
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerFailed:
+    """A prover could not start (its backend would not load): it is given up on."""
+
+    worker: str
+    message: str
+
+
+@dataclass(frozen=True)
+class SynthDone:
+    """A partition's a, b, c and z are written; the witness and evaluation times in ms."""
+
+    worker: str
+    key: PartKey
+    witness_ms: float
+    eval_ms: float
+
+
+@dataclass(frozen=True)
+class KeyLoaded:
+    """The key from ``source`` is ready in prover ``worker`` (process ``pid``), after ``ms``."""
+
+    worker: str
+    source: str
+    ms: float
+    pid: int
+
+
+@dataclass(frozen=True)
+class KeyFailed:
+    """The key from ``source`` could not be made ready in prover ``worker`` (process ``pid``)."""
+
+    worker: str
+    source: str
+    message: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class GpuDone:
+    """The GPU half of a partition is done and a, b, c are no longer needed. ``timings`` holds
+    ms per kernel group, ``gpu_call`` and ``gpu_host``, and the prover's monotonic stamps
+    ``recv_mono`` / ``sent_mono`` (seconds) around the call."""
+
+    worker: str
+    key: PartKey
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AbcUnmapped:
+    """The prover holds no mapping of the partition's a, b and c any more."""
+
+    worker: str
+    key: PartKey
+
+
+@dataclass(frozen=True)
+class Proved:
+    """A partition's proof, its public inputs as the prover read them from z, and the time of
+    the B2/assembly half in ms."""
+
+    worker: str
+    key: PartKey
+    proof: bytes
+    public: list[int]
+    b2_ms: float
+
+
+@dataclass(frozen=True)
+class TaskFailed:
+    """A task of partition ``key`` raised; ``message`` is the exception in one line."""
+
+    worker: str
+    key: PartKey
+    message: str
+
+
+Reply = (Ready | WorkerFailed | SynthDone | KeyLoaded | KeyFailed | GpuDone | AbcUnmapped | Proved
+         | TaskFailed)
