@@ -299,7 +299,7 @@ def test_no_scheduler_is_one_line(monkeypatch, capsys):
     code, events, _ = run_farm(cfg, 1, f"tcp://127.0.0.1:{_free_port()}", progress=None)
     assert code == 2 and time.monotonic() - t0 < 15
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: no scheduler at tcp://127.0.0.1:")
+    assert len(err) == 1 and err[0].startswith("sealtop: no scheduler at tcp://127.0.0.1:")
     with pytest.raises(ClusterError):
         f = Farm(f"tcp://127.0.0.1:{_free_port()}", cfg)
         f.start()
@@ -347,8 +347,8 @@ async def test_the_console_on_the_farm(farm, tmp_path):
         rows = [ln for ln in _text(home.query_one("#hosts-table")).splitlines()
                 if any(h in ln for h in hosts)]
         assert len(rows) == 2 and all(" up " in ln for ln in rows), rows
-        title = _text(home.query_one("#hosts-title"))
-        assert f"{len(home.state.hosts)} of" in title and f"knobs → {one}" in title
+        assert f"{len(home.state.hosts)} of" in _text(home.query_one("#hosts-title"))
+        assert f"p → {one}" in _text(home.query_one("#hosts-keys"))  # where knobs go
         await pilot.press("escape")  # the home stays
         assert app.screen is home
 
@@ -385,7 +385,7 @@ async def test_the_console_on_the_farm(farm, tmp_path):
         # every host: * then C, each host's channel one up from its own
         chan = {h: home.fold.state_of(h).knobs["gpu_channel_capacity"] for h in hosts}
         await pilot.press("asterisk")
-        assert "knobs → all hosts" in _text(home.query_one("#hosts-title"))
+        assert "p → all hosts" in _text(home.query_one("#hosts-keys"))
         await pilot.press("C")
         await _until(pilot, lambda: all(home.fold.state_of(h).knobs.get("gpu_channel_capacity")
                                         == chan[h] + 1 for h in hosts), 20, "every channel")

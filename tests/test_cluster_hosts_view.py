@@ -110,3 +110,28 @@ def test_hosts_view_snapshot(snap_compare, tmp_path):
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_hosts_view_at_80_columns(tmp_path):
+    """At 80x24 the table is the compact one: every column of a row still shows (the stages'
+    counts in one), within the width, and the key line says where knobs go."""
+    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        app.push_screen(HostsScreen())
+        await pilot.pause(0.3)
+        screen = app.screen
+        table = screen.query_one("#hosts-table")
+        assert table.region.width == 80 and table.region.bottom <= 24
+        lines = _text(table).splitlines()
+        assert max(len(ln.rstrip()) for ln in lines) <= 80
+        a = next(ln for ln in lines if "hA" in ln)
+        b = next(ln for ln in lines if "hB" in ln)
+        assert "left" in a and " cpu " in a and "0/0/0/0/0/0" in a and "301 MiB" in a
+        assert "up" in b and "1×H200" in b and "3.00 GiB 5%" in b and "ECC" in b
+        assert "q/s/c/g/d/f" in lines[0] + lines[1]
+        assert "p → hA" in _text(screen.query_one("#hosts-keys"))
+        await pilot.press("down")
+        assert "p → hB" in _text(screen.query_one("#hosts-keys"))
+        await pilot.press("asterisk")  # no tuning in a replay: hidden, nothing changes
+        assert "p → hB" in _text(screen.query_one("#hosts-keys"))

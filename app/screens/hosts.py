@@ -159,8 +159,7 @@ class HostsScreen(Screen):
         yield Static(id="hosts-table", classes="panel")
         yield EventLog(id="hosts-log", classes="panel")
         # its own keys in one line rather than the footer, whose global keys are not this view's
-        yield Static(" ↑/↓ host  enter its dashboard  W/w C/c p knobs  * one/all  "
-                     "esc back  ? every key", id="hosts-keys")
+        yield Static(self._keys(), id="hosts-keys")
 
     def on_mount(self) -> None:
         self.query_one("#hosts-table").border_title = "hosts"
@@ -181,6 +180,12 @@ class HostsScreen(Screen):
         if names and self.selected not in names:
             self.selected = names[0]
 
+    def _keys(self) -> str:
+        """The view's keys, with where the knob keys go now."""
+        to = "all hosts" if self.all_hosts else self.selected or "-"
+        back = "" if self.home else "  esc back"
+        return f" ↑/↓ host  enter dashboard  W/w C/c p → {to}  * host/all{back}  ? keys"
+
     def targets(self) -> list[str]:
         """The hosts the knob keys go to now."""
         if self.all_hosts:
@@ -192,8 +197,6 @@ class HostsScreen(Screen):
         self._take(app)
         pal = app.palette()
         title = farm_line(self.state, pal)
-        if self.state.hosts:
-            title.append("  knobs → " + ("all hosts" if self.all_hosts else self.selected or "-"))
         notice = getattr(app, "notice", "")
         if notice:
             title.append(f"  {notice}", style=pal.warn)
@@ -203,8 +206,9 @@ class HostsScreen(Screen):
             table.update("no farm hosts in this session (it ran on one machine)"
                          if app.mode != "live" else "no farm hosts yet")
         else:
-            table.update(hosts_table(self.state, pal, self.selected))
+            table.update(hosts_table(self.state, pal, self.selected, self.size.width))
         self.query_one(EventLog).show(app.state, pal)
+        self.query_one("#hosts-keys", Static).update(self._keys())
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """Knob keys where the app offers tuning (hidden in replay and read-only); ``app.``
