@@ -12,11 +12,19 @@ import argparse
 import sys
 from pathlib import Path
 
-CONSOLE_VERBS = ("replay", "compare", "attach", "serve")
-EPILOG = (
-    "console verbs: replay FILE, compare A B, attach, serve; headless verbs (see `sealtop VERB "
-    "--help`): setup, prove, verify, export, run, bench, cluster, replay FILE --summary"
-)
+from engine.cli_common import CONSOLE_VERBS, OneLineParser
+
+# How each console verb is called, for --help (every verb of CONSOLE_VERBS has a line).
+CONSOLE_USAGE = {"replay": "replay FILE", "compare": "compare A B", "attach": "attach", "serve": "serve"}
+
+
+def epilog() -> str:
+    """--help's list of every verb: the console's, then the headless CLI's (engine/cli.py)."""
+    from engine.cli import headless_verbs
+
+    console = ", ".join(CONSOLE_USAGE[v] for v in CONSOLE_VERBS)
+    headless = ", ".join("replay FILE --summary" if v == "replay" else v for v in headless_verbs())
+    return (f"console verbs: {console}; headless verbs (see `sealtop VERB --help`): {headless}")
 
 
 REFRESH_RANGE_S = (0.05, 60.0)
@@ -40,21 +48,11 @@ def refresh_seconds(text: str) -> float:
     return value
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """Bad console arguments: one line and exit 2, like the headless verbs."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        verb = self.prog.removeprefix("sealtop").strip()
-        where = f"{verb}: " if verb else ""
-        print(f"sealtop: {where}{message} (see `{self.prog} --help`)", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(
+    p = OneLineParser(
         prog="sealtop",
         description="Operator console for the sealtop Groth16 sealing engine.",
-        epilog=EPILOG,
+        epilog=epilog(),
     )
     p.add_argument("--config", metavar="FILE", help="engine config (TOML); default: built-in defaults")
     p.add_argument("--readonly", action="store_true", help="watch only: disable all tuning keys")
@@ -85,7 +83,7 @@ def _metrics_address(text: str):
 
 
 def _replay_parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(prog="sealtop replay", description="Replay a recorded session.")
+    p = OneLineParser(prog="sealtop replay", description="Replay a recorded session.")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--summary", action="store_true", help="print the summary (headless)")
     p.add_argument("--speed", type=int, default=1, choices=(1, 2, 4, 8, 16, 32, 64))
@@ -96,7 +94,7 @@ def _replay_parser() -> argparse.ArgumentParser:
 
 
 def _compare_parser() -> argparse.ArgumentParser:
-    p = _OneLineParser(prog="sealtop compare", description="Two sessions side by side.")
+    p = OneLineParser(prog="sealtop compare", description="Two sessions side by side.")
     p.add_argument("a", metavar="FILE_A")
     p.add_argument("b", metavar="FILE_B")
     p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"))
@@ -109,7 +107,7 @@ def is_console(argv: list[str]) -> bool:
         return True
     if argv[0] == "replay":
         return "--summary" not in argv
-    return argv[0] in ("compare", "attach", "serve")
+    return argv[0] in CONSOLE_VERBS
 
 
 def _cli(argv: list[str]) -> int:

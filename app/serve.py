@@ -15,8 +15,8 @@ import shlex
 import sys
 from typing import Any
 
-from app.main import _OneLineParser as OneLineParser
 from app.main import refresh_seconds
+from engine.cli_common import OneLineParser
 from themes import THEME_NAMES
 
 THEME_CHOICES = tuple(THEME_NAMES)

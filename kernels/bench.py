@@ -27,7 +27,7 @@ import numpy as np
 
 from kernels.backend import Backend, BackendUnavailable, get_backend
 from kernels.constants import G1_GEN, G2_GEN, R_MOD
-from kernels.textfmt import table
+from kernels.textfmt import error_line, table
 
 KERNELS = ("msm_g1", "msm_g2", "ntt", "intt", "coset_ntt")
 
@@ -278,7 +278,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a bad argument in one line (exit 2) instead of usage + message."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        print(error_line(self.prog, f"{message} (see `{self.prog} --help`)"), file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -315,14 +315,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m kernels.bench
         be = get_backend(args.backend)
         _log(f"benchmarking kernels on the {be.name} backend (first runs include JIT compilation)")
         rows = run_bench(be, what, sizes, args.repeat)
-    except BenchError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-    except BackendUnavailable as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+    except (BenchError, BackendUnavailable) as exc:
+        print(error_line(prog, str(exc)), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        print(error_line(prog, "interrupted"), file=sys.stderr)
         return 130
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -1,4 +1,5 @@
-"""The one plain-text table and the one byte size formatter of every report sealtop prints.
+"""The one plain-text table, the one byte size formatter and the one error line of everything
+sealtop prints.
 
 The kernel benchmark (kernels/bench.py) prints a table and sits in the bottom layer, so the
 formatters live here where the engine's verbs and summaries and the console can all import them
@@ -59,3 +60,15 @@ def table(
         out.append(sep.join("-" * x for x in w))
     out += [line(r) for r in rows]
     return out
+
+
+def error_line(prog: str, message: str) -> str:
+    """The one error style of every sealtop command: ``sealtop: VERB: message`` (the verb left
+    out for the bare command), one line; another program name (``python -m kernels.bench``)
+    leads its own message the same way."""
+    first = message.strip().splitlines()
+    text = first[0] if first else "failed"
+    name, _, verb = prog.strip().partition(" ")
+    if name != "sealtop":
+        return f"{prog}: {text}"
+    return f"sealtop: {verb}: {text}" if verb else f"sealtop: {text}"

@@ -4,6 +4,7 @@ line on stderr with a non-zero exit and no traceback."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -30,12 +31,21 @@ def _env() -> dict:
     return env
 
 
+# prove's and setup's progress lines on a pipe (engine/cli_progress.py): "prove 2/5: ... [0.3 s]"
+PROGRESS = re.compile(r"^(prove|setup) \d+/\d+: .* \[\d+\.\d s\]$")
+
+
+def error_lines(err: str) -> list[str]:
+    """stderr without the progress lines (each of which must be one): what is left is errors."""
+    return [ln for ln in err.strip().splitlines() if not PROGRESS.match(ln)]
+
+
 def assert_one_line_error(res: subprocess.CompletedProcess, fragment: str, code: int = 2) -> None:
     assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
     err = res.stderr.strip()
     assert "Traceback" not in res.stderr
-    assert len(err.splitlines()) == 1, err
-    assert fragment in err, err
+    assert len(error_lines(err)) == 1, err
+    assert fragment in error_lines(err)[0] and error_lines(err)[0].startswith("sealtop: "), err
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +127,7 @@ def test_bad_verification_key_and_public_file(cubic: Path, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["nonsense"], "invalid choice"),
+        (["nonsense"], "unknown verb 'nonsense' (verbs: replay, compare, attach, serve, setup,"),
         (["setup", "--circuit", "chain"], "--n"),
         (["setup", "--circuit", "chain", "--n", "0"], "--n"),
         (["setup", "--circuit", "square"], "invalid choice"),
@@ -140,6 +150,7 @@ def test_bad_arguments_in_process(argv: list[str], fragment: str, capsys) -> Non
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1 and fragment in err, err
+    assert err.startswith("sealtop: ") and "error:" not in err, err
 
 
 def test_every_verb_has_help(capsys) -> None:
@@ -182,8 +193,8 @@ def test_prove_verifies_the_proof_before_writing_it(cubic: Path, tmp_path: Path,
             "--proof", str(tmp_path / "p.bin"), "--public", str(tmp_path / "pub.json"),
             "--backend", "cpu"]
     assert main(args) == 1
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "the proof was not written" in err, err
+    err = error_lines(capsys.readouterr().err)
+    assert len(err) == 1 and err[0].startswith("sealtop: prove: the proof was not written"), err
     assert not (tmp_path / "p.bin").exists()
     assert main(args + ["--no-verify"]) == 0
     capsys.readouterr()

@@ -344,10 +344,10 @@ def monkeypatch_session():
 
 
 def test_good_values_pass_the_same_check_everywhere():
-    from engine import cli
+    from engine.cli_bench import _overrides
     from engine.config import validate
 
-    assert cli._overrides(["partition_workers=3", "permit_release=synthesized",
+    assert _overrides(["partition_workers=3", "permit_release=synthesized",
                            "memory_budget=2GiB", "stall_after_s=0"]) == {
         "partition_workers": 3, "permit_release": "synthesized", "memory_budget": 2 * 2**30,
         "stall_after_s": 0.0}

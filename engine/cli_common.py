@@ -1,0 +1,49 @@
+"""What every headless verb module shares: the one-line usage errors, CliError, the exit codes,
+stderr lines and the --backend argument. The console's parser (app/main.py) uses the same
+OneLineParser, so a bad argument reads the same everywhere: ``sealtop: VERB: what (see ...)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from kernels.textfmt import error_line
+
+PROG = "sealtop"
+# The console's verbs, which app/main.py opens (`replay FILE` without --summary is one too):
+# named here, below the console, so `sealtop --help`, `python -m engine --help` and the
+# unknown-verb message all list every verb there is.
+CONSOLE_VERBS = ("replay", "compare", "attach", "serve")
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    """A user-facing failure: the message is printed as one line."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one ``sealtop: ...`` line (exit 2) instead of
+    its usage block and ``error:`` line."""
+
+    def error(self, message: str) -> NoReturn:
+        print(error_line(self.prog, f"{message} (see `{self.prog} --help`)"), file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def say(msg: str) -> None:
+    """A line for the operator on stderr (stdout carries the verb's result)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def add_backend_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=("cpu", "cuda", "auto"), default="auto",
+                   help="kernel backend (default auto: cuda where it runs, else cpu)")
+
+
+def backend(name: str) -> Any:
+    """The kernel backend by name (imported on use: the verbs that need none start fast)."""
+    from kernels.backend import get_backend
+
+    return get_backend(name)
