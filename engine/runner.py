@@ -119,16 +119,16 @@ class _Sinks:
     def _sink_failed(self, sink: SinkStats, exc: BaseException) -> None:
         if sink.name == "recorder":
             self.record_failed = True
-            _say(f"error: {sink.error}; the run goes on without its recording")
+            _say(f"sealtop: {sink.error}; the run goes on without its recording")
         else:
-            _say(f"warning: the {sink.name} output stopped: {sink.error}")
+            _say(f"sealtop: warning: the {sink.name} output stopped: {sink.error}")
 
     def finish(self) -> list[dict]:
         """Deliver what is left, close the sinks (the recorder is synced and closed)."""
         self.tap.close()
         if self.recorder is not None and self.recorder.error is not None and not self.record_failed:
             self.record_failed = True
-            _say(f"error: {self.recorder.error}; the run goes on without its recording")
+            _say(f"sealtop: {self.recorder.error}; the run goes on without its recording")
         return self.events
 
     def abort(self) -> None:
@@ -153,30 +153,30 @@ def run_engine(
     from engine.pipeline.engine import Engine, EngineError
 
     if jobs < 1:
-        _say("error: --jobs must be at least 1")
+        _say("sealtop: --jobs must be at least 1")
         return 2, []
     try:
         if record is not None:
             check_target(record)
         resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
     except (PresetError, RecordingError) as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2, []
     say = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
         eng = Engine(cfg, progress=say)
     except EngineError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2, []
     try:
         recorder = SessionRecorder(record) if record is not None else None
     except RecordingError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2, []
     try:
         watchers = start_watchers(eng, watch, cfg)
     except AddressError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2, []
     for line in watchers.lines:
         _say(line)
@@ -211,7 +211,7 @@ def _drive(eng: Any, cfg: EngineConfig, jobs: int, col: _Sinks,
         with signals.shielded():
             eng.stop(drain=False)
     except (ValueError, EngineError) as exc:
-        _say(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        _say(f"sealtop: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         eng.stop(drain=False)
         return 2, col.finish()
     except BaseException:
@@ -236,7 +236,7 @@ def run_headless(config_path: str, jobs: int, record: str | None = None,
     try:
         cfg = load_config(config_path)
     except ConfigError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2
     code, events = run_engine(cfg, jobs, record, watch=watch)
     if events:
@@ -251,7 +251,7 @@ def replay_summary(path: str) -> int:
     try:
         rec = read_recording(path)
     except SessionError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2
     for line in rec.warnings:
         _say(line)
@@ -277,18 +277,18 @@ def bench_pipeline(
     try:
         cfg = load_config(config_path) if config_path else EngineConfig()
     except ConfigError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2
     cfg.preset = preset
     for k, v in (overrides or {}).items():
         if not hasattr(cfg, k):
-            _say(f"error: unknown setting {k!r}")
+            _say(f"sealtop: unknown setting {k!r}")
             return 2
         setattr(cfg, k, v)
     try:
         circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
     except PresetError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2
     t0 = time.perf_counter()
     code, events = run_engine(cfg, jobs, record, watch=watch)
@@ -405,7 +405,7 @@ def _bench_rows(
     try:
         cfg0 = load_config(config_path) if config_path else EngineConfig()
     except ConfigError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2, []
     rows: list[dict[str, Any]] = []
     worst = 0
@@ -416,7 +416,7 @@ def _bench_rows(
         try:
             circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
         except PresetError as exc:
-            _say(f"error: {exc}")
+            _say(f"sealtop: {exc}")
             return 2, rows
         _say(f"--- {label}")
         code, events = run_engine(cfg, jobs, variant_path(record, label) if record else None,
@@ -503,7 +503,7 @@ def bench_matrix(
     elif kind == "dealloc":
         variants = [(f"dealloc={m}", {"dealloc": m}) for m in ("async", "sync")]
     else:
-        _say(f"error: unknown comparison {kind!r} (choose cuzk or dealloc)")
+        _say(f"sealtop: unknown comparison {kind!r} (choose cuzk or dealloc)")
         return 2
     code, rows = _bench_rows(preset, jobs, variants, base, config_path, record, watch)
     if rows:

@@ -33,20 +33,20 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
     from engine.runner import _Sinks  # the headless run's sinks, shared on purpose
 
     if jobs < 1:
-        _say("error: --jobs must be at least 1")
+        _say("sealtop: --jobs must be at least 1")
         return 2, [], None
     try:
         if record is not None:
             check_target(record)
         recorder = SessionRecorder(record) if record is not None else None
     except RecordingError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2, [], None
     say = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
         farm = Farm(address, cfg, progress=say)
     except ClusterError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2, [], None
     sinks = _Sinks(farm.subscribe(), recorder, progress)
     interrupted = False
@@ -75,7 +75,7 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
         with signals.shielded():
             farm.stop(drain=False)
     except ClusterError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         farm.stop(drain=False)
         return 2, sinks.finish(), farm
     except BaseException:
@@ -85,7 +85,7 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
     with signals.shielded():
         events = sinks.finish()
     if farm.error is not None and not interrupted:
-        _say(f"error: {farm.error}")
+        _say(f"sealtop: {farm.error}")
         return 2, events, farm
     if interrupted or signals.received():
         return 130, events, farm
@@ -124,11 +124,11 @@ def run_cluster(config_path: str | None, address: str | None, jobs: int,
     try:
         cfg = load_config(config_path) if config_path else EngineConfig()
     except ConfigError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2
     address = address or cfg.scheduler
     if not address:
-        _say("error: no scheduler: give --cluster ADDR or [cluster] scheduler in the config")
+        _say("sealtop: no scheduler: give --cluster ADDR or [cluster] scheduler in the config")
         return 2
     code, events, farm = run_farm(cfg, jobs, address, record)
     if events:
@@ -164,12 +164,12 @@ def bench_cluster(preset: str, jobs: int, json_out: str | None, config_path: str
     try:
         cfg = load_config(config_path) if config_path else EngineConfig()
     except ConfigError as exc:
-        _say(f"error: {exc}")
+        _say(f"sealtop: {exc}")
         return 2
     cfg.preset = preset
     for k, v in overrides.items():
         if not hasattr(cfg, k):
-            _say(f"error: unknown setting {k!r}")
+            _say(f"sealtop: unknown setting {k!r}")
             return 2
         setattr(cfg, k, v)
     t0 = time.perf_counter()
