@@ -30,11 +30,13 @@
 #   variants       G1 MSM timings ($VARIANT_BENCH) for each build variant in $VARIANTS
 #   devkey_tests   the device-made key and H step GPU tests (medium), plus $EXTRA_GPU_TESTS
 #   devkey_large   the device-made key equal to setup's key file at large (SEALTOP_HEAVY=1)
+#   probe          scripts/device_key_probe.py $PROBE_PRESET (default large), $PROBE_PROOFS proofs
 #   build32g       build the porep-32g circuit into .params/circuits (time, peak RSS, disk)
 #   pipe32g        bench pipeline --preset porep-32g with sample-configs/porep-32g-h200.toml,
 #                  $JOBS32 jobs (default 1) of 10 partitions; the prover generates the key on the
 #                  GPU (the disk cannot hold it); GPU memory sampled by nvidia-smi every 0.5 s;
-#                  the session recorded (gzipped) and /dev/shm listed after
+#                  the session recorded (gzipped) and /dev/shm listed after; its time limit is
+#                  $PIPE32_S, else what is left until $CALL_END (epoch seconds), else 420 s
 # The kernels step takes its --bench spec from $KERNELS_BENCH when set.
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
@@ -123,10 +125,12 @@ for s in "$@"; do
       pipe diag_2slot 100 --jobs 6 --set 'devices=[0]'
       unset SEALTOP_PROVER_TRACE ;;
     two_gpu) wait_warm; pipe one_gpu 100 --jobs 6 --set 'devices=[0]'; pipe two_gpu 100 --jobs 6 --set 'devices=[0,1]' ;;
-    devkey_tests) step devkey_tests 240 python3 -m pytest -q -m gpu -p no:cacheprovider -x \
+    devkey_tests) step devkey_tests 150 python3 -m pytest -q -m gpu -p no:cacheprovider -x \
         tests/test_device_key_gpu.py tests/test_cuda_ntt.py ${EXTRA_GPU_TESTS:-} ;;
-    devkey_large) SEALTOP_HEAVY=1 step devkey_large 300 python3 -m pytest -q -m gpu -p no:cacheprovider \
+    devkey_large) SEALTOP_HEAVY=1 step devkey_large 240 python3 -m pytest -q -m gpu -p no:cacheprovider \
         -k large tests/test_device_key_gpu.py ;;
+    probe) step "probe_${PROBE_PRESET:-large}" "${PROBE_S:-150}" python3 scripts/device_key_probe.py "${PROBE_PRESET:-large}" \
+        --params .params --proofs "${PROBE_PROOFS:-2}" --json "$work/probe_${PROBE_PRESET:-large}.json" ;;
     build32g) step build32g "${BUILD32_S:-300}" python3 -c "
 import resource, shutil, time
 from engine.circuit.porep import build_porep
@@ -141,7 +145,8 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
     pipe32g) wait_warm
       (nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 500 > "$work/gpu_mem32g.csv" 2>&1 &
        echo $! > "$work/smi.pid")
-      step pipe32g "${PIPE32_S:-420}" python3 -m engine bench pipeline --preset porep-32g \
+      left=$(( ${CALL_END:-0} - $(date +%s) ))  # with CALL_END (epoch s): what the call has left
+      step pipe32g "${PIPE32_S:-$(( left > 60 ? left : 420 ))}" python3 -m engine bench pipeline --preset porep-32g \
         --config sample-configs/porep-32g-h200.toml --jobs "${JOBS32:-1}" --json "$work/pipe32g.json" \
         --record "$work/pipe32g.jsonl" --set "param_cache=\"$PWD/.params\"" --set "session_dir=\"$work\"" ${PIPE32_SET:-}
       kill "$(cat "$work/smi.pid")" 2>/dev/null

@@ -167,3 +167,57 @@ def test_the_porep_32g_sample_config_follows_the_plan() -> None:
     assert (cfg.backend, cfg.gpu_slots_per_device, cfg.b_g2, cfg.partition_workers) == ("cuda", 1, "gpu", 4)
     assert 4 * part <= cfg.memory_budget < 5 * part
     assert cfg.preset == "porep-32g" and cfg.partitions == 10
+
+
+def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Path, monkeypatch) -> None:
+    """The engine path of a device source, on the cpu backend with the choice patched to the
+    device source (what key_source gives on cuda when the disk cannot hold the key): the prover
+    generates the key itself (progress lines through the engine, INSECURE first), the verifying
+    key comes back with its answer and the proofs verify against it; SIGKILL of the prover
+    after the first partition: the restarted prover generates the key again and the job's
+    proof verifies. No key file is written."""
+    import os
+    import queue
+    import signal
+
+    from engine.config import EngineConfig
+    from engine.pipeline.engine import Engine, Job
+
+    def device_choice(circuit, cache_dir, backend_name="cpu", progress=None, damaged="refuse",
+                      devices=None, slots=1):
+        return proving.device_source(circuit, str(proving.circuit_dir(cache_dir))), None
+
+    monkeypatch.setattr(proving, "key_source", device_choice)
+    lines: list[str] = []
+    cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
+                       param_cache=str(tmp_path), sample_interval_s=0.1)
+    eng = Engine(cfg, progress=lines.append)
+    q = eng.subscribe()
+    eng.start()
+    evs: list[dict] = []
+    killed = None
+    try:
+        eng.submit(Job("chain-1024", 4))
+        while killed is None:
+            e = q.get(timeout=120)
+            evs.append(e)
+            if e["kind"] == "stage" and e["stage"] == "done":
+                killed = eng.worker_pids()["cpu0"]
+                os.kill(killed, signal.SIGKILL)
+        assert eng.wait_idle(120)
+        eng.submit(Job("chain-1024", 2))  # a later job learns the verifying key at submission
+        assert eng.wait_idle(120)
+    finally:
+        eng.stop()
+    while True:
+        try:
+            evs.append(q.get_nowait())
+        except queue.Empty:
+            break
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 2 and all(e["verified"] for e in done), done
+    assert any(e["kind"] == "error" and f"pid {killed} died" in e["message"] for e in evs)
+    starts = [ln for ln in lines if ln.startswith("cpu0: " + INSECURE_LABEL + ": generating")]
+    made = [ln for ln in lines if "proving key for chain-1024 generated in memory" in ln]
+    assert len(starts) == 2 and len(made) == 2, lines
+    assert not list(tmp_path.rglob("*.pk"))

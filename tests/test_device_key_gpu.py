@@ -66,3 +66,52 @@ def test_device_key_equals_setup_key_file_and_proves(preset: str, tmp_path: Path
     tampered = bytearray(proof_dev)
     tampered[100] ^= 0x01
     assert not verify(vk, public, bytes(tampered))
+
+
+def test_engine_prover_generates_its_key_on_the_device_and_again_after_a_death(tmp_path: Path, monkeypatch) -> None:
+    """The engine on the cuda backend with a disk that cannot hold the key (free-space probe
+    patched): the prover generates the key on its GPU (progress lines through the engine, the
+    INSECURE label first), every proof verifies; SIGKILL of the prover after the first proof:
+    the restarted prover generates the key again (with progress) and the job's remaining
+    partitions verify (the job's proof event says so)."""
+    import queue
+    import shutil
+    import signal
+    from collections import namedtuple
+
+    from engine.config import EngineConfig
+    from engine.pipeline.engine import Engine, Job
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(1 << 20, 1 << 20, 0))
+    lines: list[str] = []
+    cfg = EngineConfig(backend="cuda", devices=[0], partition_workers=2, gpu_channel_capacity=2,
+                       gpu_slots_per_device=1, b_g2="gpu", param_cache=str(tmp_path), sample_interval_s=0.1)
+    eng = Engine(cfg, progress=lines.append)
+    q = eng.subscribe()
+    eng.start()
+    evs: list[dict] = []
+    killed = None
+    try:
+        eng.submit(Job("chain-4096", 4))
+        while killed is None:
+            e = q.get(timeout=300)
+            evs.append(e)
+            if e["kind"] == "stage" and e["stage"] == "done":  # the first partition proven
+                killed = eng.worker_pids()["gpu0"]
+                os.kill(killed, signal.SIGKILL)
+        assert eng.wait_idle(300)
+    finally:
+        eng.stop()
+    while True:
+        try:
+            evs.append(q.get_nowait())
+        except queue.Empty:
+            break
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and all(e["verified"] for e in done), done  # one per job
+    assert not list(tmp_path.glob("*.pk"))  # no key file was written
+    starts = [ln for ln in lines if "generating the proving key" in ln and "INSECURE" in ln]
+    readies = [ln for ln in lines if "proving key ready in cuda memory" in ln]
+    assert len(starts) == 2 and len(readies) == 2, lines  # once, then again after the kill
+    assert any("cannot be stored" in ln and "GPU memory" in ln for ln in lines), lines

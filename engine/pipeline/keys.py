@@ -53,14 +53,28 @@ class KeyRegistry:
         backend: str,
         progress: Callable[[str], None] | None,
         damaged: str,
+        devices: list[int] | None = None,
+        slots: int = 1,
     ) -> KeyFile:
         """The key of ``preset``, made (setup) or read from the parameter cache once per preset:
         reading a large key takes seconds."""
         with self._lock:
             if preset not in self._files:
-                path, vk = proving.ensure_key(circuit, cache, backend, progress, damaged=damaged)
-                self._files[preset] = KeyFile(str(path), vk)
+                source, vk = proving.key_source(circuit, cache, backend, progress, damaged,
+                                                devices, slots)
+                self._files[preset] = KeyFile(source, vk)
             return self._files[preset]
+
+    def learn_vk(self, source: str, vk: Any) -> Any:
+        """The verifying key a prover sent with a key it generated (a device source); the
+        first one is kept and returned (the engine checks later ones against it). Under the
+        Engine's state lock, not the ensure lock (a setup in flight must not hold this up)."""
+        for preset, kf in list(self._files.items()):
+            if kf.source == source:
+                if kf.vk is None:
+                    self._files[preset] = KeyFile(source, vk)
+                return self._files[preset].vk
+        return vk
 
     # -- per prover (under the Engine's state lock) --------------------------------------------
     def add_prover(self, prover: str) -> None:

@@ -124,6 +124,16 @@ class KeyLoaded:
     source: str
     ms: float
     pid: int
+    vk: Any = None  # the verifying key, from a prover that generated the key itself (device source)
+
+
+@dataclass(frozen=True)
+class KeyProgress:
+    """A progress line of prover ``worker`` generating the key of ``source`` on its device."""
+
+    worker: str
+    source: str
+    line: str
 
 
 @dataclass(frozen=True)
@@ -176,5 +186,5 @@ class TaskFailed:
     message: str
 
 
-Reply = (Ready | WorkerFailed | SynthDone | KeyLoaded | KeyFailed | GpuDone | AbcUnmapped | Proved
+Reply = (Ready | WorkerFailed | SynthDone | KeyLoaded | KeyProgress | KeyFailed | GpuDone | AbcUnmapped | Proved
          | TaskFailed)

@@ -34,6 +34,7 @@ from engine.pipeline.messages import (
     GpuDone,
     KeyFailed,
     KeyLoaded,
+    KeyProgress,
     LoadKey,
     Proved,
     ProveTask,
@@ -162,7 +163,8 @@ def _only_device(device: int) -> None:
 class _ProverState:
     """What one prover process holds: the backend, loaded keys and the finalize queue."""
 
-    def __init__(self, name: str, backend_name: str, device: int | None, results: Any):
+    def __init__(self, name: str, backend_name: str, device: int | None, results: Any,
+                 slots: int = 1):
         from kernels.backend import get_backend
 
         self.name = name
@@ -172,6 +174,8 @@ class _ProverState:
         self.backend = get_backend(backend_name)
         self.results = results
         self.keys: dict[str, Any] = {}
+        self.vks: dict[str, Any] = {}  # verifying keys of keys generated here (device sources)
+        self.slots = slots
         self.keys_lock = threading.Lock()
         self.finalize_q: queue.Queue = queue.Queue()
         self.unmap_q: queue.Queue = queue.Queue()
@@ -189,7 +193,10 @@ class _ProverState:
                 time.sleep(delay_s)
             if fail:
                 raise RuntimeError(fail)
-            self.keys[path] = proving.load_key(path, self.backend)
+            def say(line: str) -> None:
+                self.results.put(KeyProgress(self.name, path, line))
+
+            self.keys[path], self.vks[path] = proving.load_source(path, self.backend, self.slots, say)
             return _ms(t0, time.perf_counter())
 
     def key(self, path: str) -> Any:
@@ -202,7 +209,7 @@ def _load_task(state: _ProverState, task: LoadKey) -> None:
     path = task.source
     try:
         ms = state.load(path, task.test_delay_s, task.test_fail)
-        state.results.put(KeyLoaded(state.name, path, ms, os.getpid()))
+        state.results.put(KeyLoaded(state.name, path, ms, os.getpid(), state.vks.get(path)))
     except Exception as exc:
         if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
             traceback.print_exc()
@@ -335,7 +342,7 @@ def prover_main(
     _ignore_interrupts()
     quicken_handoffs()
     try:
-        state = _ProverState(name, backend_name, device, results)
+        state = _ProverState(name, backend_name, device, results, slots)
     except Exception as exc:
         results.put(WorkerFailed(name, _one_line(exc)))
         return
