@@ -76,7 +76,9 @@ def test_host_drill_down_snapshot(snap_compare, tmp_path):
         app.push_screen(HostsScreen())
         await pilot.pause(0.2)
         await pilot.press("down", "enter")
-        await pilot.pause(0.3)
+        await pilot.pause(0.5)
+        await pilot.wait_for_scheduled_animations()  # the log has scrolled to its newest line
+        await pilot.pause(0.2)
         assert isinstance(app.screen, HostDashboardScreen) and app.screen.host == "hB"
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

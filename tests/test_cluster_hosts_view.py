@@ -10,11 +10,12 @@ import pytest
 
 pytest.importorskip("textual")
 
+from test_cluster_merge import farm_session  # noqa: E402
+
 from app.console import SealtopApp  # noqa: E402
 from app.screens.hosts import HostsScreen  # noqa: E402
 from app.session_io import load_session  # noqa: E402
 from engine.stream.recorder import SessionRecorder  # noqa: E402
-from test_cluster_merge import farm_session  # noqa: E402
 
 SIZE = (160, 48)
 SNAPSHOT_DIR = Path(__file__).parent / "snapshots"

@@ -3,7 +3,7 @@ elsewhere, a proof reported once, and the hosts fold the console's hosts view dr
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,7 +20,7 @@ CLIENT_WALL = 1_800_000_000.0  # the client's session start (epoch seconds)
 
 
 def iso(wall: float) -> str:
-    return datetime.fromtimestamp(wall, timezone.utc).isoformat(timespec="milliseconds") \
+    return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds") \
         .replace("+00:00", "Z")
 
 

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from engine.cluster import ClusterError, require
@@ -235,8 +236,8 @@ class Farm:
                 for h, why in sorted(out.items()):
                     if not why:
                         continue
-                    ev = self._merge.stamp(
-                        lambda t, h=h, why=why: schema.error(t, f"host {h}", f"{what} refused: {why}"))
+                    ev = self._merge.stamp(partial(schema.error, where=f"host {h}",
+                                                   message=f"{what} refused: {why}"))
                     self._publish([{**ev, "host": h} if h in addrs.values() else ev])
         return out
 

@@ -197,7 +197,7 @@ def prove_job(raw: bytes) -> dict[str, Any]:
 
     spec = JobSpec.from_bytes(raw)
     plugin = get_worker().plugins.get(PLUGIN)
-    if plugin is None:
+    if not isinstance(plugin, HostEngine):
         raise RuntimeError("this Dask worker holds no sealtop engine (start it with "
                            "`sealtop cluster worker`)")
     result = plugin.prove(spec)

@@ -51,8 +51,8 @@ def quiet_dask() -> None:
             logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def _on_signals(loop: asyncio.AbstractEventLoop, first: Callable[[], None],
-                again: Callable[[], None]) -> None:
+def _on_signals(loop: asyncio.AbstractEventLoop, first: Callable[[], object],
+                again: Callable[[], object]) -> None:
     """First stop signal -> ``first``; every later one -> ``again``. Signals ignored at start
     stay ignored."""
     seen: list[int] = []
