@@ -194,7 +194,8 @@ def _one_run(circuit, plan, key, backend, z, abc) -> tuple[dict[str, float], dic
     t1 = time.perf_counter()
     evaluate(circuit.r1cs, z, out=abc, plan=plan)
     t2 = time.perf_counter()
-    handle = proving.start(key, *abc, z, backend)
+    a, b, c = abc
+    handle = proving.start(key, a, b, c, z, backend)
     t3 = time.perf_counter()
     proof = proving.finish(handle, "auto", key)
     t4 = time.perf_counter()
