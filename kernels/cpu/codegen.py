@@ -200,11 +200,16 @@ def generated() -> dict[str, str]:
     return {name: field_module(*args) for name, args in MODULES.items()}
 
 
-def main() -> int:
-    for name, src in generated().items():
+def write_modules(sources: dict[str, str]) -> int:
+    """Write generated modules (file name -> source) beside this file; the generators' main."""
+    for name, src in sources.items():
         (HERE / name).write_text(src)
         print(f"wrote {HERE / name}")
     return 0
+
+
+def main() -> int:
+    return write_modules(generated())
 
 
 if __name__ == "__main__":

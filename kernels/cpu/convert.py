@@ -57,44 +57,36 @@ G1Int = tuple[int, int] | None  # affine (x, y); None is the point at infinity
 G2Int = tuple[tuple[int, int], tuple[int, int]] | None  # ((x.c0, x.c1), (y.c0, y.c1))
 
 
-def g1_to_storage(points: Sequence[G1Int]) -> np.ndarray:
-    """Affine G1 points as ints to uint64[n, 12] (infinity is all zeros)."""
-    out = np.zeros((len(points), 2 * FP_LIMBS), np.uint64)
-    for i, p in enumerate(points):
-        if p is not None:
-            out[i] = to_mont_fp([p[0], p[1]]).reshape(-1)
+def _coords_to_storage(coords: Sequence[Sequence[int] | None], n_coords: int) -> np.ndarray:
+    """Each point's ``n_coords`` Fp coordinates to one storage row (None: all zeros)."""
+    out = np.zeros((len(coords), n_coords * FP_LIMBS), np.uint64)
+    for i, c in enumerate(coords):
+        if c is not None:
+            out[i] = to_mont_fp(c).reshape(-1)
     return out
 
 
+def g1_to_storage(points: Sequence[G1Int]) -> np.ndarray:
+    """Affine G1 points as ints to uint64[n, 12] (infinity is all zeros)."""
+    return _coords_to_storage(list(points), 2)
+
+
+def _coords_from_storage(arr: np.ndarray, n_coords: int) -> list[list[int] | None]:
+    """Storage rows of ``n_coords`` Fp coordinates each to their ints (None for an all-zero
+    row, the point at infinity)."""
+    a = np.asarray(arr).reshape(-1, n_coords * FP_LIMBS)
+    return [from_mont_fp(row.reshape(n_coords, FP_LIMBS)) if row.any() else None for row in a]
+
+
 def g1_from_storage(arr: np.ndarray) -> list[G1Int]:
-    a = np.asarray(arr).reshape(-1, 2 * FP_LIMBS)
-    res: list[G1Int] = []
-    for row in a:
-        if not row.any():
-            res.append(None)
-        else:
-            x, y = from_mont_fp(row.reshape(2, FP_LIMBS))
-            res.append((x, y))
-    return res
+    return [None if c is None else (c[0], c[1]) for c in _coords_from_storage(arr, 2)]
 
 
 def g2_to_storage(points: Sequence[G2Int]) -> np.ndarray:
     """Affine G2 points as ints to uint64[n, 24]: x.c0, x.c1, y.c0, y.c1."""
-    out = np.zeros((len(points), 4 * FP_LIMBS), np.uint64)
-    for i, p in enumerate(points):
-        if p is not None:
-            (x0, x1), (y0, y1) = p
-            out[i] = to_mont_fp([x0, x1, y0, y1]).reshape(-1)
-    return out
+    return _coords_to_storage([None if p is None else (*p[0], *p[1]) for p in points], 4)
 
 
 def g2_from_storage(arr: np.ndarray) -> list[G2Int]:
-    a = np.asarray(arr).reshape(-1, 4 * FP_LIMBS)
-    res: list[G2Int] = []
-    for row in a:
-        if not row.any():
-            res.append(None)
-        else:
-            x0, x1, y0, y1 = from_mont_fp(row.reshape(4, FP_LIMBS))
-            res.append(((x0, x1), (y0, y1)))
-    return res
+    """uint64[n, 24] rows (x.c0, x.c1, y.c0, y.c1) to affine G2 points as ints."""
+    return [None if c is None else ((c[0], c[1]), (c[2], c[3])) for c in _coords_from_storage(arr, 4)]

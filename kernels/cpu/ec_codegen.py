@@ -564,10 +564,9 @@ def generated() -> dict[str, str]:
 
 
 def main() -> int:
-    for name, src in generated().items():
-        (HERE / name).write_text(src)
-        print(f"wrote {HERE / name}")
-    return 0
+    from kernels.cpu.codegen import write_modules
+
+    return write_modules(generated())
 
 
 if __name__ == "__main__":
