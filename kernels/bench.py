@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -277,7 +277,7 @@ def parse_sizes(tokens: Sequence[str]) -> dict[str, list[int]] | list[int] | Non
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a bad argument in one line (exit 2) instead of usage + message."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         print(error_line(self.prog, f"{message} (see `{self.prog} --help`)"), file=sys.stderr)
         raise SystemExit(2)
 
