@@ -49,7 +49,8 @@ class PartKey:
 @dataclass(frozen=True)
 class SynthTask:
     """Synthesize one partition: its witness into ``segs["z"]``, then A·z, B·z, C·z into
-    ``segs["a"]``, ``segs["b"]``, ``segs["c"]``."""
+    ``segs["a"]``, ``segs["b"]``, ``segs["c"]``; with ``abc_eval`` "gpu", only the witness,
+    in compact form into ``segs["w"]`` (engine.groth16.compact)."""
 
     key: PartKey
     preset: str
@@ -57,6 +58,7 @@ class SynthTask:
     seed: int
     partitions: int
     segs: dict[str, SegmentSpec]
+    abc_eval: str = "cpu"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class ProveTask:
     key_source: str
     segs: dict[str, SegmentSpec]
     b_g2: str
+    abc_eval: str = "cpu"  # "gpu": segs["w"] is the compact witness, a, b, c are evaluated here
+    cache_dir: str = ""  # where the circuit is cached (the compact matrices are made from it)
 
 
 @dataclass(frozen=True)

@@ -181,12 +181,15 @@ def load_key(path: str, backend: Any) -> LoadedKey:
     return LoadedKey(pk, resident_tables(pk, backend))
 
 
-def start(key: LoadedKey, a: Any, b: Any, c: Any, z: Any, backend: Any) -> Any:
+def start(key: LoadedKey, a: Any, b: Any, c: Any, z: Any, backend: Any,
+          compact: tuple[Any, Any] | None = None) -> Any:
     """The GPU half: H on a coset and the G1 MSMs; a, b, c may be freed when it returns.
-    Each input is a numpy array or a StoredArray that the backend reads from its file."""
+    Each input is a numpy array or a StoredArray that the backend reads from its file.
+    ``compact`` (abc_eval = "gpu"): (resident compact matrices, compact witness) instead of
+    a, b, c (engine.groth16.prove.prove_start)."""
     from engine.groth16.prove import prove_start
 
-    return prove_start(key.pk, a, b, c, z, backend, tables=key.tables)
+    return prove_start(key.pk, a, b, c, z, backend, tables=key.tables, compact=compact)
 
 
 def kernel_timings(handle: Any) -> dict[str, float]:

@@ -105,6 +105,7 @@ def synthesis_main(
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     plans: dict[str, Any] = {}
+    buffers: dict[str, Any] = {}  # abc_eval = "gpu": this worker's own z, kept per circuit
     _warm_synthesis()
     results.put(Ready(name))
     while True:
@@ -117,6 +118,15 @@ def synthesis_main(
         try:
             circuit = resolve(task.preset, task.cache_dir)
             segs: dict[str, SegmentSpec] = task.segs
+            if task.abc_eval == "gpu":  # the witness alone, in compact form
+                from engine.synthesis import synthesize_to_segment
+
+                att = Attached(segs["w"])
+                attached.append(att)
+                w_ms, c_ms = synthesize_to_segment(circuit, task.seed, key.index, task.partitions,
+                                                   att.array, buffers)
+                results.put(SynthDone(name, key, w_ms, c_ms))
+                continue
             for k in ("a", "b", "c", "z"):
                 att = Attached(segs[k])
                 attached.append(att)
@@ -174,6 +184,7 @@ class _ProverState:
         self.backend = get_backend(backend_name)
         self.results = results
         self.keys: dict[str, Any] = {}
+        self.compacts: dict[str, Any] = {}  # preset -> resident compact matrices
         self.vks: dict[str, Any] = {}  # verifying keys of keys generated here (device sources)
         self.slots = slots
         self.keys_lock = threading.Lock()
@@ -198,6 +209,19 @@ class _ProverState:
 
             self.keys[path], self.vks[path] = proving.load_source(path, self.backend, self.slots, say)
             return _ms(t0, time.perf_counter())
+
+    def compact(self, preset: str, cache_dir: str) -> Any:
+        """The circuit's compact matrices where this prover evaluates (abc_eval = "gpu"),
+        made from the circuit cache on the first partition that needs them, then kept."""
+        from engine.groth16.compact import compact_r1cs, resident_compact
+        from engine.pipeline.circuits import resolve
+
+        with self.keys_lock:
+            rc = self.compacts.get(preset)
+            if rc is None:
+                circuit = resolve(preset, cache_dir or None)
+                rc = self.compacts[preset] = resident_compact(compact_r1cs(circuit.r1cs), self.backend)
+            return rc
 
     def key(self, path: str) -> Any:
         """A loaded key; the orchestrator sends a load task first, so this normally only looks up."""
@@ -239,6 +263,9 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
         try:
             pk = state.key(task.key_source)
             trace.stamp("key")
+            if task.abc_eval == "gpu":
+                _prove_compact(state, task, pk, trace, t_recv, mapped)
+                continue
             for k in ("a", "b", "c", "z"):
                 spec = task.segs[k]
                 if _reads_segment(state, k, task.b_g2):
@@ -282,6 +309,42 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             handle = None  # it holds views of what this slot mapped
             for att in mapped.values():
                 att.close()
+
+
+def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_recv: float,
+                   mapped: dict[str, Attached]) -> None:
+    """The GPU half from the compact witness (abc_eval = "gpu"): the segment read (a GPU
+    prover) or mapped (cpu), a, b, c evaluated where H runs; replies as the a, b, c path does."""
+    from engine.groth16 import compact
+    from engine.pipeline import proving
+
+    spec = task.segs["w"]
+    if state.backend.name == "cpu":
+        mapped["w"] = Attached(spec)
+        words = mapped["w"].array
+    else:
+        words = StoredArray(segment_path(spec.name), spec.shape).read()
+    w = compact.read_compact(words, compact.layout_of(words))
+    rc = state.compact(task.preset, task.cache_dir)
+    # B2 on the cpu reads z on the host: expanded there, the device keeps its own
+    host_z = compact.expand_witness(w) if task.b_g2 == "cpu" and state.backend.name != "cpu" else None
+    trace.stamp("attach")
+    t0 = time.perf_counter()
+    handle = proving.start(pk, None, None, None, host_z, state.backend, compact=(rc, w))
+    t1 = time.perf_counter()
+    trace.stamp("call")
+    timings = dict(proving.kernel_timings(handle))
+    timings["gpu_call"] = _ms(t0, t1)
+    public = compact.public_inputs(w, pk.pk.num_inputs)
+    del w, words  # views of the mapping, which the unmap thread drops next
+    t_sent = time.monotonic()
+    timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
+    timings["recv_mono"], timings["sent_mono"] = t_recv, t_sent
+    state.results.put(GpuDone(state.name, task.key, timings))
+    trace.stamp("sent")
+    state.unmap_q.put((task.key, [mapped.pop("w")] if "w" in mapped else []))
+    state.finalize_q.put((task.key, handle, None, public, task.b_g2, pk))
+    trace.emit()
 
 
 def _reads_segment(state: _ProverState, name: str, b_g2: str) -> bool:
