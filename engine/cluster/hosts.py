@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from engine.stream.fold import apply_all
 from engine.stream.schema import ALL_STAGES, TERMINAL, Event
 
 
@@ -156,10 +157,4 @@ class HostsState:
 
 
 def fold_hosts(events: Iterable[Event], into: HostsState | None = None) -> HostsState:
-    state = into if into is not None else HostsState()
-    for ev in events:
-        try:
-            state.apply(ev)
-        except (KeyError, TypeError, ValueError):
-            continue
-    return state
+    return apply_all(into if into is not None else HostsState(), events)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from engine.stream.schema import (
     ALL_STAGES,
@@ -372,12 +373,26 @@ class Fold:
         return job
 
 
-def fold(events: Iterable[Event], into: Fold | None = None) -> Fold:
-    """Fold a whole stream, skipping events that do not fit (see :meth:`Fold.apply`)."""
-    f = into if into is not None else Fold()
+class Applies(Protocol):
+    """A fold's state: it takes one event at a time."""
+
+    def apply(self, ev: Event) -> Any: ...
+
+
+S = TypeVar("S", bound=Applies)
+
+
+def apply_all(state: S, events: Iterable[Event]) -> S:
+    """Every event of a stream applied to ``state`` in order, skipping an event that does not
+    fit (a missing field, a wrong type: what a damaged or foreign recording holds)."""
     for ev in events:
         try:
-            f.apply(ev)
+            state.apply(ev)
         except (KeyError, TypeError, ValueError):
             continue
-    return f
+    return state
+
+
+def fold(events: Iterable[Event], into: Fold | None = None) -> Fold:
+    """Fold a whole stream, skipping events that do not fit (see :meth:`Fold.apply`)."""
+    return apply_all(into if into is not None else Fold(), events)
