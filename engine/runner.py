@@ -31,7 +31,7 @@ from engine.stream.schema import CANCELLED
 from engine.stream.summary import partitions, render_all, run_summary
 from engine.stream.tap import SinkStats, Tap
 from engine.watchers import AddressError, Watch, Watchers, start_watchers
-from kernels.textfmt import fmt_bytes
+from kernels.textfmt import fmt_bytes, table
 
 
 class _Progress:
@@ -464,16 +464,17 @@ def variant_path(record: str, label: str) -> str:
 
 
 def _print_rows(rows: list[dict]) -> None:
-    head = (f"{'variant':<34} {'s/proof':>8} {'steady':>8} {'peak mem':>10} {'peak shm':>10} "
-            f"{'wrapper':>9} {'kernels':>9} {'dealloc':>8} {'verified':>8}")
-    print(head)
-    print("-" * len(head))
+    """The comparison table: one row per variant, seconds per proof and milliseconds."""
+    head = ["variant", "s/proof", "steady", "peak mem", "peak shm", "wrapper ms", "kernels ms",
+            "dealloc ms", "verified"]
+    body = []
     for r in rows:
         spp = "-" if r["s_per_proof"] is None else f"{r['s_per_proof']:.3f}"
         steady = "-" if r.get("steady_s_per_proof") is None else f"{r['steady_s_per_proof']:.3f}"
-        print(f"{r['variant']:<34} {spp:>8} {steady:>8} {r['peak_total'] / 2**20:>8.1f}Mi "
-              f"{r['peak_shm'] / 2**20:>8.1f}Mi {r['mean_wrapper_ms']:>9.1f} "
-              f"{r['mean_kernel_ms']:>9.1f} {r['mean_dealloc_ms']:>8.2f} {r['jobs_verified']:>8}")
+        body.append([r["variant"], spp, steady, fmt_bytes(r["peak_total"]), fmt_bytes(r["peak_shm"]),
+                     f"{r['mean_wrapper_ms']:.1f}", f"{r['mean_kernel_ms']:.1f}",
+                     f"{r['mean_dealloc_ms']:.2f}", str(r["jobs_verified"])])
+    print("\n".join(table(head, body, left=1, rule=True)))
 
 
 def bench_matrix(
