@@ -119,7 +119,7 @@ class DashboardScreen(Screen):
             self.query_one(cls).show(state, pal)
         self.show_proofs(state, pal)
         if self.app.mode == "replay":
-            self.query_one("#replaybar", Static).update(bar)
+            self.query_one("#replaybar", Static).update(bar, layout=False)  # one line, always
 
     def show_proofs(self, state: DashboardState, pal: Palette) -> None:
         """Redraw the proofs table and its title (alone after a sort or filter change)."""

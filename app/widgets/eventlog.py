@@ -16,6 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.state import DashboardState, LogEntry
+from app.widgets.base import set_virtual_size
 from app.widgets.render import Palette
 
 STYLES = ("error", "warn", "knob", "info")
@@ -72,7 +73,7 @@ class EventLog(ScrollView, can_focus=True):
         self._cache.clear()
         # no horizontal scrolling (its bar would take a line): a long line is cut at the edge,
         # and the maximized log (5) shows more of it
-        self.virtual_size = Size(0, len(entries))
+        set_virtual_size(self, Size(0, len(entries)))
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()

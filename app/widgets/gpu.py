@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from app.state import DashboardState, fmt_bytes
 from app.widgets.base import StatePanel
-from app.widgets.render import Palette, meter, spark
+from app.widgets.render import Col, Palette, grid, meter, spark, stack
+
+COLUMNS = (Col(5), Col(18), Col(ratio=1))  # label, value, history (one block per GPU)
 
 
 def _na(v, fmt: str) -> str:
@@ -24,30 +24,26 @@ class GpuPanel(StatePanel):
         height = self.content_size.height or 99
         if height < 5 * len(state.gpus):
             return self.render_compact(state, pal, width, height)
-        blocks = []
+        rows: list[list[Text | str]] = []
         w = max(8, width - 26)
         for g in state.gpus.values():
-            t = Table.grid(padding=(0, 1), expand=True)
-            t.add_column(width=5)
-            t.add_column(width=18)
-            t.add_column(ratio=1)
             mem_frac = (g.mem_used / g.memory_total) if g.mem_used is not None and g.memory_total else None
             util_style = pal.ok if (g.util or 0) < 80 else pal.warn
-            t.add_row(Text(f"gpu{g.index}", style="bold"), Text(g.name[:18], style=pal.dim),
-                      Text(_na(g.sm_clock_mhz, "{:.0f} MHz"), style=pal.dim))
-            t.add_row("util", Text(_na(g.util, "{:5.1f} %"), style=util_style),
-                      Text(spark(g.util_hist, w, hi=100.0) if g.util is not None else "N/A",
-                           style=util_style))
-            t.add_row("mem", Text(f"{fmt_bytes(g.mem_used)}/{fmt_bytes(g.memory_total)}"[:18]),
-                      meter(mem_frac, w, style=pal.accent))
-            t.add_row("power", Text(_na(g.power_w, "{:.0f} W")),
-                      Text(spark(g.power_hist, w) if g.power_w is not None else "N/A", style=pal.dim))
+            rows.append([Text(f"gpu{g.index}", style="bold"), Text(g.name[:18], style=pal.dim),
+                         Text(_na(g.sm_clock_mhz, "{:.0f} MHz"), style=pal.dim)])
+            rows.append(["util", Text(_na(g.util, "{:5.1f} %"), style=util_style),
+                         Text(spark(g.util_hist, w, hi=100.0) if g.util is not None else "N/A",
+                              style=util_style)])
+            rows.append(["mem", Text(f"{fmt_bytes(g.mem_used)}/{fmt_bytes(g.memory_total)}"[:18]),
+                         meter(mem_frac, w, style=pal.accent)])
+            rows.append(["power", Text(_na(g.power_w, "{:.0f} W")),
+                         Text(spark(g.power_hist, w) if g.power_w is not None else "N/A",
+                              style=pal.dim)])
             hot = g.temp_c is not None and g.temp_c >= 80
-            t.add_row("temp", Text(_na(g.temp_c, "{:.0f} °C"), style=pal.bad if hot else ""),
-                      Text(spark(g.temp_hist, w, hi=100.0) if g.temp_c is not None else "N/A",
-                           style=pal.dim))
-            blocks.append(t)
-        return Group(*blocks)
+            rows.append(["temp", Text(_na(g.temp_c, "{:.0f} °C"), style=pal.bad if hot else ""),
+                         Text(spark(g.temp_hist, w, hi=100.0) if g.temp_c is not None else "N/A",
+                              style=pal.dim)])
+        return grid(rows, COLUMNS, width)
 
     def render_compact(self, state: DashboardState, pal: Palette, width: int, height: int):
         """For a small panel: one line per GPU (util, memory, power, temperature), as many as
@@ -72,4 +68,4 @@ class GpuPanel(StatePanel):
             lines.append(t)
         if len(shown) < len(gpus):
             lines.append(Text(f"+{len(gpus) - len(shown)} more GPUs (maximize: 2)", style=pal.dim))
-        return Group(*lines)
+        return stack(lines)

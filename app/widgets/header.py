@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.console import Group
 from rich.text import Text
 
 from app.state import SHOWN_CONFIG, DashboardState, find_config_value, fmt_bytes
 from app.widgets.base import StatePanel
-from app.widgets.render import Palette
+from app.widgets.render import Palette, stack
 
 
 @dataclass
@@ -60,7 +59,7 @@ class HeaderBar(StatePanel):
     AUTO_HEIGHT = True
     context = HeaderContext()
 
-    def render_state(self, state: DashboardState, pal: Palette, width: int) -> Group:
+    def render_state(self, state: DashboardState, pal: Palette, width: int) -> Text:
         width = self.content_size.width or width
         ctx = self.context
         lead = Text()
@@ -118,4 +117,4 @@ class HeaderBar(StatePanel):
         lines = [status, knobs]
         if ctx.notice:
             lines.append(Text(f" {ctx.notice}", style=f"bold {pal.warn}"))
-        return Group(*lines)
+        return stack(lines)

@@ -8,13 +8,11 @@ between refreshes; the panel condenses to the lines it has.
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from app.state import DashboardState, fmt_bytes, proc_label
 from app.widgets.base import StatePanel
-from app.widgets.render import Palette, meter, spark
+from app.widgets.render import Col, Palette, grid, meter, spark, stack
 
 
 def proc_order(p: dict) -> tuple[str, int]:
@@ -53,22 +51,24 @@ class MemoryPanel(StatePanel):
         total = Text(no_wrap=True, overflow="crop")
         total.append("rss+shm ", style=pal.dim)
         total.append(fmt_bytes(state.mem_total), style="bold")
-        total.append("  peak ", style=pal.dim)
-        total.append(f"{fmt_bytes(state.mem_peak)} @{state.mem_peak_t:.1f} s")
+        # what fits of the peak: its time goes first on a narrow panel, then the peak itself
+        for peak in (f"{fmt_bytes(state.mem_peak)} @{state.mem_peak_t:.1f} s",
+                     fmt_bytes(state.mem_peak)):
+            if total.cell_len + 7 + len(peak) <= width:
+                total.append("  peak ", style=pal.dim)
+                total.append(peak)
+                break
         procs = sorted(state.processes, key=proc_order)
         if height < 4:
-            return Group(*lines[:height])
+            return stack(lines[:height])
         lines.append(total)
         room = height - len(lines)
         wide = width >= 40
         w = max(4, width - 30)
-        t = Table.grid(padding=(0, 1), expand=True)
-        t.add_column(width=14 if wide else max(8, width - 20), no_wrap=True)
-        t.add_column(width=9, justify="right", no_wrap=True)
+        cols = [Col(14 if wide else max(8, width - 20)), Col(9, justify="right")]
         if wide:
-            t.add_column(width=5, justify="right", no_wrap=True)
-            t.add_column(ratio=1, no_wrap=True)
-        rows = []
+            cols += [Col(5, justify="right"), Col(ratio=1)]
+        rows: list = []
         if room > len(procs) + 1:
             lines.append(Text(spark(state.mem_hist, width, hi=max(state.memory_budget or 0,
                                                                   state.mem_peak) or None),
@@ -86,6 +86,5 @@ class MemoryPanel(StatePanel):
         if len(rows) > room > 0:
             more = len(rows) - room + 1
             rows = rows[:room - 1] + [(Text(f"+{more} more", style=pal.dim), "", "", "")]
-        for r in rows[:max(room, 0)]:
-            t.add_row(*(r if wide else r[:2]))
-        return Group(*lines, t)
+        table = grid([r if wide else r[:2] for r in rows[:max(room, 0)]], cols, width)
+        return stack([*lines, table] if table.plain else lines)

@@ -36,6 +36,7 @@ from app.widgets.proofrows import (
     fit_columns,
     ordered_jobs,
 )
+from app.widgets.base import set_virtual_size
 from app.widgets.render import Palette
 
 __all__ = ["COLUMNS", "SORTABLE", "MAX_ROWS", "ProofsTable"]
@@ -180,7 +181,7 @@ class ProofsTable(ScrollView, can_focus=True):
             columns = fit_columns(width)
             if columns != self.columns:
                 self._set_columns(columns)
-                self.virtual_size = Size(self._width, len(self._rows) + HEADER_LINES)
+                set_virtual_size(self, Size(self._width, len(self._rows) + HEADER_LINES))
                 self.refresh()
 
     def on_resize(self) -> None:
@@ -238,7 +239,7 @@ class ProofsTable(ScrollView, can_focus=True):
         rows = self._builder.rows(jobs[:MAX_ROWS], pal, self._bar_width)
         old, self._rows = self._rows, rows
         if len(rows) != len(old):  # before the cursor scrolls, so that it may scroll that far
-            self.virtual_size = Size(self._width, len(rows) + HEADER_LINES)
+            set_virtual_size(self, Size(self._width, len(rows) + HEADER_LINES))
         # A cursor on the top row follows the top (the newest proof, like top's first line); a
         # cursor the operator moved stays on its proof as rows come and go.
         if 0 < self.cursor_row < len(old):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from rich._ratio import ratio_distribute
 from rich.text import Text
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -116,3 +117,70 @@ def stacked_bar(parts: Sequence[tuple[str, float]], scale: float, width: int, pa
     if used < width:
         t.append(" " * (width - used))
     return t
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column of grid(): a fixed width, or a share (ratio) of what the fixed ones leave."""
+
+    width: int = 0
+    ratio: int = 0
+    justify: str = "left"  # left | right
+
+
+def column_widths(cols: Sequence[Col], width: int) -> list[int]:
+    """The cells each column's content gets in `width`, as Rich's Table.grid(padding=(0, 1),
+    expand=True) sizes them: one blank after every column but the last, the flexible columns
+    sharing what the fixed ones leave by ratio, and with none flexible the spare cells shared
+    in proportion to the widths."""
+    last = len(cols) - 1
+    pads = [1 if j < last else 0 for j in range(len(cols))]
+    alloc = [0 if c.ratio else c.width + pads[j] for j, c in enumerate(cols)]
+    flex = [j for j, c in enumerate(cols) if c.ratio]
+    if flex:
+        shares = ratio_distribute(max(0, width - sum(alloc)), [cols[j].ratio for j in flex],
+                                  [1 + pads[j] for j in flex])
+        for j, share in zip(flex, shares):
+            alloc[j] = share
+    elif 0 < sum(alloc) < width:
+        alloc = [a + p for a, p in zip(alloc, ratio_distribute(width - sum(alloc), alloc))]
+    return [max(0, a - p) for a, p in zip(alloc, pads)]
+
+
+def grid(rows: Iterable[Sequence[Text | str]], cols: Sequence[Col], width: int) -> Text:
+    """One-line rows laid out in columns, as one Text of lines.
+
+    What the panels drew with Rich's Table.grid, at a fraction of its cost (a Table measures
+    every cell each time it renders, and the panels render every refresh); a Text is also cheap
+    to compare, so a panel whose text did not change is not repainted (StatePanel.show). A cell
+    too long for its column ends in "…"; a row wider than `width` is cropped."""
+    widths = column_widths(cols, width)
+    out = Text(no_wrap=True, overflow="crop", end="")
+    for i, row in enumerate(rows):
+        if i:
+            out.append("\n")
+        line = Text(no_wrap=True, overflow="crop", end="")
+        for j, (cell, col, w) in enumerate(zip(row, cols, widths)):
+            if j:
+                line.append(" ")
+            text = Text(cell) if isinstance(cell, str) else cell.copy()
+            if text.cell_len > w:
+                text.truncate(w, overflow=text.overflow or "ellipsis")
+            elif col.justify == "right":
+                text.pad_left(w - text.cell_len)
+            else:
+                text.pad_right(w - text.cell_len)
+            line.append_text(text)
+        line.truncate(width)
+        out.append_text(line)
+    return out
+
+
+def stack(lines: Iterable[Text]) -> Text:
+    """Lines (each a one-line Text, or a grid) one under the other, as one Text."""
+    out = Text(no_wrap=True, overflow="crop", end="")
+    for i, line in enumerate(lines):
+        if i:
+            out.append("\n")
+        out.append_text(line)
+    return out
