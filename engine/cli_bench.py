@@ -21,7 +21,7 @@ from engine.cli_common import (
     say,
 )
 from engine.cli_run import add_cluster_arg, add_watch_args, cluster_address, watch
-from kernels.textfmt import table
+from kernels.textfmt import fmt_bytes, table
 
 
 # ---------------------------------------------------------------- bench
@@ -130,12 +130,12 @@ SYNTH_GOAL_CPS_PER_CORE = 1e6  # the goal for whole synthesis (witness + eval), 
 
 def format_bench_synth(rows: Sequence[dict]) -> str:
     head = ["preset", "constraints", "nonzeros", "0/1 aux", "witness ms", "eval ms", "M c/s/core",
-            "goal ratio", "B/constraint", "peak RSS MiB"]
+            "goal ratio", "B/constraint", "peak RSS"]
     body = [[
         r["preset"], f"{r['constraints']:,}", f"{r['nonzeros']:,}", f"{100 * r['aux_01_share']:.1f}%",
         f"{r['witness_ms']:.1f}", f"{r['eval_ms']:.1f}", f"{r['constraints_per_s_per_core'] / 1e6:.2f}",
         f"{SYNTH_GOAL_CPS_PER_CORE / r['constraints_per_s_per_core']:.2f}",
-        f"{r['bytes_per_constraint']:.0f}", f"{r['peak_rss_bytes'] / 2**20:.0f}",
+        f"{r['bytes_per_constraint']:.0f}", fmt_bytes(r["peak_rss_bytes"]),
     ] for r in rows]
     lines = table(head, body)
     lines.append("M c/s/core: constraints / (witness + eval) / threads; goal ratio = 1 M c/s/core goal / ours "

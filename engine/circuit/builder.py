@@ -22,6 +22,7 @@ import numpy as np
 from engine.circuit.template import SparseRows, Template
 from engine.groth16.r1cs import CSR, R1CS
 from kernels.cpu.convert import to_mont_fr
+from kernels.textfmt import fmt_bytes
 
 BUILDER_VERSION = "sealtop-circuit-v1"
 ONE_MONT = to_mont_fr([1])[0]
@@ -138,8 +139,8 @@ class CircuitBuilder:
         avail = available_memory_bytes()
         if avail is not None and need > avail:
             raise ValueError(
-                f"circuit {self.name} needs about {need / 2**30:.1f} GiB for its matrices; "
-                f"this machine has {avail / 2**30:.1f} GiB available"
+                f"circuit {self.name} needs about {fmt_bytes(need)} for its matrices; "
+                f"this machine has {fmt_bytes(avail)} available"
             )
         mats = [_assemble(self.templates, self.stages, m, num_inputs) for m in ("A", "B", "C")]
         r = R1CS(num_inputs, self.next_var - num_inputs, *mats)

@@ -65,6 +65,7 @@ from engine.circuit.sha256 import digest_to_field, field_to_stream, sha256_strea
 from engine.circuit.statement import PorepStatement  # noqa: F401  (re-exported)
 from engine.circuit.template import ONE, OP_LIN, Bit, Template, Tracer, lc_sum, var
 from engine.circuit.witness import fill_inputs, witness_numba
+from kernels.textfmt import fmt_bytes
 
 REPLICA_BITS = 254  # replica ids and labels are truncated digests, below 2^254
 
@@ -264,7 +265,7 @@ def _place(p: PorepParams, say: Callable[[str], None] = lambda _msg: None) -> Ci
 
 def _build(p: PorepParams, say: Callable[[str], None] = lambda _msg: None) -> CircuitShape:
     cb = _place(p, say)
-    say(f"assembling the matrices (about {cb.matrix_bytes() / 2**20:.0f} MiB)")
+    say(f"assembling the matrices (about {fmt_bytes(cb.matrix_bytes())})")
     return cb.compile()
 
 

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 from engine.stream.recorder import FORMAT, FORMAT_VERSION
 from engine.stream.schema import SUPPORTED_SCHEMAS, Event, check_event
+from kernels.textfmt import fmt_bytes
 
 MAX_LINE_BYTES = 16 * 2**20
 CHUNK = 1 << 20
@@ -145,8 +146,7 @@ def _parse(
             rec.events.append(obj)
     except OverflowError:
         raise SessionError(
-            f"{source}:{lineno + 1}: the line is longer than "
-            + (f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit} bytes")
+            f"{source}:{lineno + 1}: the line is longer than {fmt_bytes(limit)}"
         ) from None
     if not seen_header:
         raise SessionError(f"{source}:1: empty file, not a sealtop session")
