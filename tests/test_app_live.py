@@ -25,7 +25,8 @@ TIMEOUT = 240.0  # first run: JIT compilation and key generation on a 2-core mac
 
 
 def _preset() -> str:
-    """`tiny` as the issue asks, where the porep presets exist; else the smallest example."""
+    """`tiny` (the console's default without --config), where the porep presets exist; else the
+    smallest example."""
     from engine.pipeline.circuits import resolve
 
     try:
