@@ -125,7 +125,7 @@ def _fail(msg: str, code: int = 2) -> int:
 
 
 def use_tiny_preset(config) -> None:
-    """With no --config the console proves the `tiny` preset (the issue's default), where the
+    """With no --config the console proves the `tiny` preset (small enough for a laptop), where the
     engine knows it; otherwise the engine's own default stays."""
     try:
         from engine.pipeline.circuits import resolve

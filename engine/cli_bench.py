@@ -116,7 +116,7 @@ def _add_bench_synth(bsub) -> None:
     p = bsub.add_parser("synth", help="synthesis of porep partitions: witness + a/b/c evaluation",
                         description="Builds (or loads from the cache) the porep circuit of each preset, then "
                         "times witness generation and a/b/c evaluation of one partition after a warm-up. The "
-                        "reference is the issue's goal of 1 M constraints per second per core.")
+                        "reference is a goal of 1 M constraints per second per core.")
     p.add_argument("--preset", default="small,medium",
                    help="porep presets, comma-separated (tiny, small, medium, large, porep-32g); default small,medium")
     p.add_argument("--repeat", type=int, default=3, help="timed rounds after a warm-up (default 3)")
