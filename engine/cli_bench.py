@@ -26,8 +26,9 @@ from kernels.textfmt import fmt_bytes, table
 
 # ---------------------------------------------------------------- bench
 def add_bench(sub) -> None:
-    p = sub.add_parser("bench", help="benchmarks: kernels | prove",
-                       description="Benchmarks. `sealtop bench kernels --help` and `sealtop bench prove --help`.")
+    p = sub.add_parser("bench", help="benchmarks: kernels | prove | synth | pipeline",
+                       description="Benchmarks, each with its --help: `sealtop bench kernels --help`, "
+                       "`sealtop bench prove --help`, `sealtop bench synth --help`, `sealtop bench pipeline --help`.")
     bsub = p.add_subparsers(dest="bench_verb", metavar="WHAT", parser_class=OneLineParser)
     bsub.required = True
     for add in (_add_bench_kernels, _add_bench_prove, _add_bench_synth, _add_bench_pipeline):
