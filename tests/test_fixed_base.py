@@ -14,24 +14,18 @@ import py_arkworks_bls12381 as ark
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import ark_g1, ark_g2
+from oracle import ark_g1, curve_table
 
 from kernels.constants import R_MOD
 from kernels.cpu import fixed_base
 from kernels.cpu.convert import (
-    g1_from_storage,
     g1_to_storage,
-    g2_from_storage,
-    g2_to_storage,
     to_mont_fr,
 )
 from kernels.cpu.fixed_base import fixed_base_g1, fixed_base_g2, table_bits
 from kernels.cpu.msm import num_windows
 
-CURVES = {
-    "g1": (fixed_base_g1, ark.G1Point, ark_g1, g1_to_storage, g1_from_storage),
-    "g2": (fixed_base_g2, ark.G2Point, ark_g2, g2_to_storage, g2_from_storage),
-}
+CURVES = curve_table(fixed_base_g1, fixed_base_g2)
 
 
 def _scalars(n: int, w: int) -> list[int]:

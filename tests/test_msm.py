@@ -15,22 +15,16 @@ import py_arkworks_bls12381 as ark
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import ark_g1, ark_g2
+from oracle import ark_g1, curve_table
 
 from kernels.constants import R_MOD
 from kernels.cpu.convert import (
-    g1_from_storage,
     g1_to_storage,
-    g2_from_storage,
-    g2_to_storage,
     to_mont_fr,
 )
 from kernels.cpu.msm import msm_g1, msm_g2, num_windows, signed_digits, window_bits
 
-CURVES = {
-    "g1": (msm_g1, ark.G1Point, ark_g1, g1_to_storage, g1_from_storage),
-    "g2": (msm_g2, ark.G2Point, ark_g2, g2_to_storage, g2_from_storage),
-}
+CURVES = curve_table(msm_g1, msm_g2)
 
 
 def _special_scalars(c: int) -> list[int]:
