@@ -183,13 +183,18 @@ def build_farm_app(address: str, config: Any, *, config_path: str | None, readon
     )
     app.listeners.append(fold.take)
 
-    def gone(_: list[Event]) -> None:
+    def gone(events: list[Event]) -> None:
         """The scheduler went away (the farm's one error line): stop feeding it jobs, which
-        would each fail, and say so where the operator looks."""
+        would each fail, and say so where the operator looks; so too a farm that never
+        started (no scheduler there), whose stream ends with the line saying why."""
         error = getattr(getattr(app.engine, "farm", None), "error", None)
         if error and app.autofeed:
             app.autofeed = 0
             app.notice = f"{error}; q quits"
+        for ev in events:
+            if ev.get("kind") == "console" and ev.get("engine_state") == "stopped" \
+                    and str(ev.get("text", "")).startswith("engine failed to start"):
+                app.notice = str(ev["text"]).replace("engine failed", "the farm console failed")
 
     app.listeners.append(gone)
     app.notice = f"connecting to the farm at {address}…"

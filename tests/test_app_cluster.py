@@ -101,3 +101,56 @@ def test_no_dask_is_one_line(monkeypatch, capsys):
     assert main(["--cluster", "tcp://127.0.0.1:1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["sealtop: the farm needs dask and distributed: pip install 'sealtop[cluster]'"]
+
+
+async def test_drill_down_keys_over_a_replay(tmp_path):
+    """enter opens the marked host's dashboard (its jobs alone), h that host's history, Esc
+    back to it, Esc back to the hosts; a maximized panel is restored by Esc first."""
+    from app.screens.history import HistoryScreen
+
+    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.2)
+        app.push_screen(HostsScreen())
+        await pilot.pause(0.2)
+        hosts = app.screen
+        await pilot.press("down", "enter")
+        await pilot.pause(0.2)
+        d = app.screen
+        assert isinstance(d, HostDashboardScreen) and d.host == "hB"
+        # hB proved job 2 and job 3 (run again after hA left); hA's job 1 is not here
+        assert sorted(d.host_state.jobs) == [2, 3]
+        assert sorted(hosts.fold.state_of("hA").jobs) == [1, 3]
+        assert [g.name for g in d.host_state.gpus.values()] == ["NVIDIA H200"]
+        await pilot.press("h")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HistoryScreen) and app.screen.host == "hB"
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert app.screen is d
+        await pilot.press("4")  # the proofs panel maximized: Esc restores it, then goes back
+        await pilot.pause(0.1)
+        assert d.maximized is not None
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert app.screen is d and d.maximized is None
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert app.screen is hosts
+
+
+async def test_no_scheduler_is_a_notice_not_a_hang(monkeypatch):
+    import engine.cluster.farm as farm_mod
+
+    monkeypatch.setattr(farm_mod, "CONNECT_TIMEOUT_S", 1.0)
+    app = build_app(["--cluster", f"tcp://127.0.0.1:{_free_port()}", "--no-attach"])
+    async with app.run_test(size=(100, 30)) as pilot:
+        title = app.screen.query_one("#hosts-title")
+        await _until(pilot, lambda: "no scheduler at tcp://127.0.0.1:" in " ".join(
+            _text(title).split()), 20, "the notice on the hosts view")
+        assert [e.text for e in app.state.log if e.level == "error"] == []  # a notice, once
+        assert app.engine is None
+        await pilot.press("W")  # nothing to tune: says so, changes nothing
+        t0 = time.monotonic()
+        await pilot.press("q")
+    assert time.monotonic() - t0 < 5
