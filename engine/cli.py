@@ -25,7 +25,14 @@ import sys
 from collections.abc import Callable
 
 from engine import cli_bench, cli_proofs, cli_run
-from engine.cli_common import CONSOLE_VERBS, EXIT_USAGE, PROG, CliError, OneLineParser
+from engine.cli_common import (
+    CONSOLE_VERBS,
+    EXIT_USAGE,
+    PROG,
+    CliError,
+    OneLineParser,
+    add_sub_verbs,
+)
 from kernels.textfmt import error_line
 
 VERBS: list[Callable[[argparse._SubParsersAction], None]] = [
@@ -37,8 +44,7 @@ VERBS: list[Callable[[argparse._SubParsersAction], None]] = [
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog=PROG, description="sealtop headless verbs (Groth16 over BLS12-381).",
                            epilog=f"console verbs (`sealtop` opens them): {', '.join(CONSOLE_VERBS)}")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=OneLineParser)
-    sub.required = True
+    sub = add_sub_verbs(parser, "verb", "VERB")
     for add in VERBS:
         add(sub)
     return parser

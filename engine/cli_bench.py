@@ -15,8 +15,8 @@ from engine.cli_common import (
     EXIT_REJECTED,
     PROG,
     CliError,
-    OneLineParser,
     add_backend_arg,
+    add_sub_verbs,
     backend,
     say,
 )
@@ -29,8 +29,7 @@ def add_bench(sub) -> None:
     p = sub.add_parser("bench", help="benchmarks: kernels | prove | synth | pipeline",
                        description="Benchmarks, each with its --help: `sealtop bench kernels --help`, "
                        "`sealtop bench prove --help`, `sealtop bench synth --help`, `sealtop bench pipeline --help`.")
-    bsub = p.add_subparsers(dest="bench_verb", metavar="WHAT", parser_class=OneLineParser)
-    bsub.required = True
+    bsub = add_sub_verbs(p, "bench_verb")
     for add in (_add_bench_kernels, _add_bench_prove, _add_bench_synth, _add_bench_pipeline):
         add(bsub)
 

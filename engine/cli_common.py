@@ -32,6 +32,14 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def add_sub_verbs(p: argparse.ArgumentParser, dest: str, metavar: str = "WHAT") -> Any:
+    """The verbs under ``p`` (sealtop VERB, bench WHAT, cluster WHAT): one is required, and each
+    reports a bad argument through OneLineParser."""
+    sub = p.add_subparsers(dest=dest, metavar=metavar, parser_class=OneLineParser)
+    sub.required = True
+    return sub
+
+
 def say(msg: str) -> None:
     """A line for the operator on stderr (stdout carries the verb's result)."""
     print(msg, file=sys.stderr, flush=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli_common import CliError, OneLineParser
+from engine.cli_common import CliError, add_sub_verbs
 
 
 def add_run(sub) -> None:
@@ -88,8 +88,7 @@ def add_cluster(sub) -> None:
     p = sub.add_parser("cluster", help="the proving farm: start a Dask scheduler or a farm worker",
                        description="A farm is Dask's scheduler and one worker per host, each holding one "
                        "sealtop engine (needs sealtop[cluster]). Jobs go there with run/bench --cluster ADDR.")
-    csub = p.add_subparsers(dest="cluster_verb", metavar="WHAT", parser_class=OneLineParser)
-    csub.required = True
+    csub = add_sub_verbs(p, "cluster_verb")
     s = csub.add_parser("scheduler", help="run the farm's Dask scheduler")
     s.add_argument("--host", default="0.0.0.0", help="interface to listen on (default all)")
     s.add_argument("--port", type=int, default=8786, metavar="N", help="port (default 8786)")
