@@ -152,6 +152,8 @@ cpu_pid=$last_pid
 wait_line "$out/host_gpu.log" "joined" 150 "$gpu_pid" || { say "the GPU host did not join (host_gpu.log)"; exit 2; }
 wait_line "$out/host_cpu.log" "joined" 150 "$cpu_pid" || { say "the CPU host did not join (host_cpu.log)"; exit 2; }
 say "farm: $(grep joined "$out/host_gpu.log"); $(grep joined "$out/host_cpu.log")"
+# the hosts' own processes (under timeout): their engines name their /dev/shm segments by pid
+host_pids="$(pgrep -P "$gpu_pid" | tr '\n' ' ')$(pgrep -P "$cpu_pid" | tr '\n' ' ')"
 
 farm_bench() {  # farm_bench NAME SECONDS PRESET JOBS NEEDS PARTITIONS
   timeout -k 10 "$2" "$py" -m engine bench pipeline --cluster "$addr" --preset "$3" --jobs "$4" \
@@ -180,8 +182,12 @@ say "mix: exit $r1 (large), $r2 (small)"
 # ---- down ----------------------------------------------------------------------------------
 say "down: the hosts, then the scheduler"
 teardown
-left=$(ls /dev/shm 2>/dev/null | grep -c '^sealtop-' || true)
-say "down: $left sealtop segment(s) left in /dev/shm"
+left=0
+for p in $host_pids; do
+  n=$(ls /dev/shm 2>/dev/null | grep -c "^sealtop-$p-" || true)
+  left=$((left + n))
+done
+say "down: $left segment(s) of the hosts (pids $host_pids) left in /dev/shm"
 
 # ---- alone: the GPU host's settings, no farm -----------------------------------------------
 say "alone: $LARGE_JOBS $large jobs on the GPU host's engine, no farm"
