@@ -148,7 +148,7 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
       left=$(( ${CALL_END:-0} - $(date +%s) ))  # with CALL_END (epoch s): what the call has left
       step pipe32g "${PIPE32_S:-$(( left > 60 ? left : 420 ))}" python3 -m engine bench pipeline --preset porep-32g \
         --config sample-configs/porep-32g-h200.toml --jobs "${JOBS32:-1}" --json "$work/pipe32g.json" \
-        --record "$work/pipe32g.jsonl" --set "param_cache=\"$PWD/.params\"" --set "session_dir=\"$work\"" ${PIPE32_SET:-}
+        --record "$work/pipe32g.jsonl" --set "param_cache=\"$PWD/.params\"" ${PIPE32_SET:-}
       kill "$(cat "$work/smi.pid")" 2>/dev/null
       ls -la /dev/shm > "$work/shm_after.txt" 2>&1
       sort -t, -k2 -n "$work/gpu_mem32g.csv" | tail -1 > "$work/gpu_mem32g_peak.txt"
