@@ -9,6 +9,7 @@
 # Steps (each under `timeout`, the whole run about 6 minutes at most on a fresh machine):
 #   install   dask, distributed (and their dependencies) from .whl/cluster, tomlkit from .whl,
 #             into /tmp/site-cluster: `pip install --no-index --find-links` (no network there)
+#   numba     engine.warmup: numba's cache compiled once before the hosts start
 #   farm      `sealtop cluster scheduler` on 127.0.0.1; the GPU host `gpu` (backend cuda, one
 #             H200, pinned to the cores from 4 up, offering cuda_slots); the CPU host `cpu`
 #             (backend cpu, `taskset -c 0-3`, offering cpu_slots)
@@ -41,6 +42,12 @@ addr="tcp://127.0.0.1:$port"
 pids=()
 
 say() { echo "[$(($(date +%s) - t_start)) s] $*" | tee -a "$out/steps.txt"; }
+budget=${BUDGET_S:-560}  # the whole run, teardown included, within the device's 600 s per call
+cap() {  # cap N: N seconds, or what is left of the budget (keeping 40 s for the teardown)
+  local left=$((budget - 40 - ($(date +%s) - t_start)))
+  [ "$left" -lt 5 ] && left=5
+  [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
+}
 
 teardown() {  # stop every process this script started: workers first, then the scheduler
   local p
@@ -89,7 +96,7 @@ memory_budget = 0'
   gpu_pin="taskset -c 4-$last" cpu_pin="taskset -c 0-3"
   cpu_workers=2
   say "install: dask, distributed from .whl/cluster"
-  timeout 120 "$py" -m pip install -q --no-index --no-compile --no-cache-dir --target /tmp/site-cluster \
+  timeout "$(cap 120)" "$py" -m pip install -q --no-index --no-compile --no-cache-dir --target /tmp/site-cluster \
     --find-links .whl/cluster --find-links .whl dask distributed tomlkit > "$out/install.log" 2>&1 \
     || { say "install failed (install.log)"; exit 2; }
   export PYTHONPATH=/tmp/site-cluster:.
@@ -138,25 +145,29 @@ start() {  # start NAME CMD...: in the background, its output in OUTDIR/NAME.log
   last_pid=$!
 }
 
+# ---- numba's cache warm first (a fresh machine compiles once, not in each host at once) -----
+say "numba: warm-up"
+timeout "$(cap 180)" "$py" -m engine.warmup > "$out/warmup.log" 2>&1 || say "warm-up did not finish (warmup.log)"
+
 # ---- farm ----------------------------------------------------------------------------------
 say "farm: scheduler at $addr"
-start scheduler timeout 500 "$py" -m engine cluster scheduler --host 127.0.0.1 --port "$port"
+start scheduler timeout "$(cap 540)" "$py" -m engine cluster scheduler --host 127.0.0.1 --port "$port"
 wait_line "$out/scheduler.log" "scheduler at" 30 "$last_pid" || { say "no scheduler (scheduler.log)"; exit 2; }
 # the hosts warm up at once (numba, their worker processes, the CUDA modules)
-start host_gpu timeout 480 $gpu_pin "$py" -m engine cluster worker --scheduler "$addr" \
+start host_gpu timeout "$(cap 540)" $gpu_pin "$py" -m engine cluster worker --scheduler "$addr" \
   --config "$out/gpu.toml" --name gpu
 gpu_pid=$last_pid
-start host_cpu timeout 480 $cpu_pin "$py" -m engine cluster worker --scheduler "$addr" \
+start host_cpu timeout "$(cap 540)" $cpu_pin "$py" -m engine cluster worker --scheduler "$addr" \
   --config "$out/cpu.toml" --name cpu
 cpu_pid=$last_pid
-wait_line "$out/host_gpu.log" "joined" 150 "$gpu_pid" || { say "the GPU host did not join (host_gpu.log)"; exit 2; }
-wait_line "$out/host_cpu.log" "joined" 150 "$cpu_pid" || { say "the CPU host did not join (host_cpu.log)"; exit 2; }
+wait_line "$out/host_gpu.log" "joined" "$(cap 150)" "$gpu_pid" || { say "the GPU host did not join (host_gpu.log)"; exit 2; }
+wait_line "$out/host_cpu.log" "joined" "$(cap 150)" "$cpu_pid" || { say "the CPU host did not join (host_cpu.log)"; exit 2; }
 say "farm: $(grep joined "$out/host_gpu.log"); $(grep joined "$out/host_cpu.log")"
 # the hosts' own processes (under timeout): their engines name their /dev/shm segments by pid
 host_pids="$(pgrep -P "$gpu_pid" | tr '\n' ' ')$(pgrep -P "$cpu_pid" | tr '\n' ' ')"
 
 farm_bench() {  # farm_bench NAME SECONDS PRESET JOBS NEEDS PARTITIONS
-  timeout -k 10 "$2" "$py" -m engine bench pipeline --cluster "$addr" --preset "$3" --jobs "$4" \
+  timeout -k 10 "$(cap "$2")" "$py" -m engine bench pipeline --cluster "$addr" --preset "$3" --jobs "$4" \
     --set "needs=$5" --set "partitions=$6" --set "param_cache=\"$params\"" \
     --json "$out/$1.json" --record "$out/$1.jsonl" > "$out/$1.log" 2>&1
 }
@@ -191,7 +202,7 @@ say "down: $left segment(s) of the hosts (pids $host_pids) left in /dev/shm"
 
 # ---- alone: the GPU host's settings, no farm -----------------------------------------------
 say "alone: $LARGE_JOBS $large jobs on the GPU host's engine, no farm"
-timeout -k 10 150 $gpu_pin "$py" -m engine bench pipeline --preset "$large" --jobs "$LARGE_JOBS" \
+timeout -k 10 "$(cap 150)" $gpu_pin "$py" -m engine bench pipeline --preset "$large" --jobs "$LARGE_JOBS" \
   "${alone_set[@]}" --set partitions=2 --set "param_cache=\"$params\"" \
   --json "$out/alone.json" --record "$out/alone.jsonl" > "$out/alone.log" 2>&1
 ra=$?
