@@ -19,6 +19,7 @@ from app.session_io import load_session  # noqa: E402
 from app.widgets.proofs import ProofsTable  # noqa: E402
 from app.replay import ReplayController  # noqa: E402
 from engine.config import EngineConfig  # noqa: E402
+from engine_faults import Faults, engine  # noqa: E402
 
 SIZE = (160, 48)
 TIMEOUT = 240.0  # first run: JIT compilation and key generation on a 2-core machine
@@ -55,7 +56,7 @@ def config(base_dir) -> EngineConfig:
 
 def live(config: EngineConfig, faults=None, **kw) -> SealtopApp:
     def factory():
-        return engine_mod.Engine(config, faults=faults) if faults else engine_mod.Engine(config)
+        return engine(config, faults)
 
     kw.setdefault("autofeed", 0)
     return SealtopApp("live", engine_factory=factory, config=config, **kw)
@@ -92,7 +93,7 @@ async def test_dashboard_on_the_embedded_engine_shows_a_verified_proof(config):
 
 @pytest.mark.slow
 async def test_corrupted_proof_shows_a_cross(config):
-    faults = engine_mod.Faults(corrupt_proof={(1, 0)})
+    faults = Faults(corrupt_proof={(1, 0)})
     app = live(config, faults=faults)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)

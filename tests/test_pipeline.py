@@ -9,10 +9,11 @@ import signal
 import time
 
 import pytest
+from engine_faults import INJECTED_KEY_FAILURE, Faults, engine
 
 from engine.config import EngineConfig
 from engine.pipeline.circuits import resolve
-from engine.pipeline.engine import Engine, Faults, Job
+from engine.pipeline.engine import Engine, EngineError, Job
 from engine.pipeline.shm import list_ours, prefix_for
 from engine.stream import summary
 
@@ -49,7 +50,7 @@ def drain(q: queue.Queue) -> list[dict]:
 
 
 def run_jobs(cfg: EngineConfig, jobs: list[Job], faults: Faults | None = None) -> list[dict]:
-    eng = Engine(cfg, faults)
+    eng = engine(cfg, faults)
     q = eng.subscribe()
     eng.start()
     try:
@@ -360,7 +361,7 @@ def test_stop_without_drain_cancels_and_cleans(params):
     assert all(e["reason"] == "engine stopped without draining" for e in cancelled)
     assert [e for e in evs if e["kind"] == "proof_done"] == []
     assert c["partitions_cancelled"] == len(cancelled) and c["jobs_cancelled"] == 1
-    with pytest.raises(Exception):
+    with pytest.raises(EngineError, match="not stopping"):
         eng.submit(Job(PRESET, 1))
 
 
@@ -436,7 +437,7 @@ def test_key_load_happens_before_the_first_wrapper(params):
     inside the first partition's wrapper (and no load line was reported)."""
     delay = 2.0
     lines: list[tuple[float, str]] = []
-    eng = Engine(make_cfg(params), Faults(key_load_delay_s=delay))
+    eng = engine(make_cfg(params), Faults(key_load_delay_s=delay))
     eng.progress = lambda line: lines.append((eng.clock.now(), line))
     q = eng.subscribe()
     eng.start()
@@ -462,7 +463,7 @@ def test_key_load_happens_before_the_first_wrapper(params):
 
 
 def test_key_load_failure_fails_the_job_with_the_reason(params):
-    eng = Engine(make_cfg(params), Faults(key_load_fail={"cpu0"}))
+    eng = engine(make_cfg(params), Faults(key_load_fail={"cpu0"}))
     q = eng.subscribe()
     eng.start()
     try:
@@ -477,7 +478,7 @@ def test_key_load_failure_fails_the_job_with_the_reason(params):
     reasons = {e["reason"] for e in evs if e["kind"] == "stage" and e["stage"] == "failed"}
     assert reasons == {
         "cpu0: proving key for chain-1024 could not be loaded: "
-        "RuntimeError: injected key load failure"
+        f"RuntimeError: {INJECTED_KEY_FAILURE}"
     }
     assert not any(e["kind"] == "stage" and e["stage"] == "gpu" for e in evs)
     done = [e for e in evs if e["kind"] == "proof_done"]

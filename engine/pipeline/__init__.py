@@ -4,6 +4,6 @@
     from engine.pipeline import Engine, Job
 """
 
-from engine.pipeline.engine import Engine, EngineError, Faults, Job
+from engine.pipeline.engine import Engine, EngineError, Job
 
-__all__ = ["Engine", "EngineError", "Faults", "Job"]
+__all__ = ["Engine", "EngineError", "Job"]

@@ -52,7 +52,6 @@ import queue
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -81,7 +80,7 @@ from engine.pipeline.records import ENDED, Job, JobRecord, Part, Records, Setbac
 from engine.pipeline.scheduler import Admission, AdmissionClosed
 from engine.pipeline.shm import SegmentRegistry, sweep_stale, sweep_stale_semaphores
 from engine.pipeline.stall import StallWatch
-from engine.pipeline.supervisor import Supervisor, Worker, prover_name
+from engine.pipeline.supervisor import Supervisor, Worker, WorkerMains, prover_name
 from engine.stream import schema as events
 from engine.telemetry.counters import Counters
 from engine.telemetry.memory import host_info
@@ -90,7 +89,7 @@ from engine.telemetry.sampler import Sampler
 from engine.telemetry.timers import SessionClock
 from engine.warmup import ensure_warm
 
-__all__ = ["Engine", "EngineError", "Faults", "Job"]
+__all__ = ["Engine", "EngineError", "Job"]
 
 STALL_CHECK_S = 1.0  # how often the results thread looks for stalled workers
 RESULTS_POLL_S = 0.1  # how often the results thread, between replies, looks for dead workers
@@ -102,31 +101,23 @@ class EngineError(RuntimeError):
     """A misuse of the Engine API (submit before start, after stop, ...)."""
 
 
-@dataclass
-class Faults:
-    """Test-only fault hooks. corrupt_proof: (job, partition) pairs whose proof gets one byte
-    flipped before verification."""
-
-    corrupt_proof: set[tuple[int, int]] = field(default_factory=set)
-    key_load_delay_s: float = 0.0  # every key load sleeps this long first (in the prover)
-    key_load_fail: set[str] = field(default_factory=set)  # provers whose key loads fail
-
-
 class Engine:
     """The embedded multi-process proving engine (design.md, "The Engine API")."""
 
     def __init__(
         self,
         config: EngineConfig,
-        faults: Faults | None = None,
         progress: Callable[[str], None] | None = None,
+        *,
+        mains: WorkerMains | None = None,
     ):
         """``progress`` receives lines about long preparations (setup of a missing key).
         The engine keeps its own copy of ``config``: live knob changes never reach the caller's.
-        Every field is checked as the config file's keys are (ConfigError, one line)."""
+        Every field is checked as the config file's keys are (ConfigError, one line).
+        ``mains`` replaces the worker processes' entry points; production never sets it (tests
+        inject faults through it, inside the real worker processes)."""
         self.config = validate_config(config)
         config = self.config
-        self.faults = faults or Faults()
         self.progress = progress
         self.clock = SessionClock()
         self.counters = Counters()
@@ -155,7 +146,7 @@ class Engine:
         self._sampler: Sampler | None = None
         self._workers = Supervisor(
             self._ctx, self._results, self._backend, config.gpu_slots_per_device,
-            self._synth_threads, self._prover_started, self._gave_up,
+            self._synth_threads, self._prover_started, self._gave_up, mains,
         )
         self._stall = StallWatch(self.config.stall_after_s)
         self._hurry = False  # a second stop signal: do not wait for workers to exit
@@ -316,12 +307,7 @@ class Engine:
 
     def _request_key(self, w: Worker, path: str, preset: str) -> None:
         """Send ``w`` a load of ``path`` unless it has it or is loading it (under _state)."""
-        hooks: dict[str, Any] = {}
-        if self.faults.key_load_delay_s:
-            hooks["test_delay_s"] = self.faults.key_load_delay_s
-        if w.name in self.faults.key_load_fail:
-            hooks["test_fail"] = "injected key load failure"
-        if self._keys.request(w.name, path, preset, w.send, **hooks) and self._backend == "cuda":
+        if self._keys.request(w.name, path, preset, w.send) and self._backend == "cuda":
             self._say(f"{w.name}: loading the proving key for {preset} onto the device...")
 
     def _keys_ready(self, prover: str) -> bool:
@@ -964,8 +950,6 @@ class Engine:
             proof = res.proof
             with self._state:
                 js = self._records.jobs[p.job]
-            if (p.job, p.index) in self.faults.corrupt_proof:
-                proof = bytes([proof[0] ^ 0x01]) + bytes(proof[1:])
             try:  # the verifier's inputs come from the job (seeds, graph), not the prover's z
                 public = js.circuit.public_inputs(js.job.seed, p.index, js.job.partitions)
             except Exception:  # a statement that cannot be derived verifies nothing

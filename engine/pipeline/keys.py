@@ -88,14 +88,14 @@ class KeyRegistry:
         self.add_prover(prover)
         return loading
 
-    def request(self, prover: str, source: str, preset: str, send: Callable[[LoadKey], None],
-                **hooks: Any) -> bool:
+    def request(self, prover: str, source: str, preset: str, send: Callable[[LoadKey], None]
+                ) -> bool:
         """Send ``prover`` a load of ``source`` unless it holds it or is loading it; True if
-        a load was sent. ``hooks`` are extra LoadKey fields."""
+        a load was sent."""
         if source in self._loaded[prover] or source in self._requested[prover]:
             return False
         self._requested[prover][source] = preset
-        send(LoadKey(source, **hooks))
+        send(LoadKey(source))
         return True
 
     def settle(self, msg: KeyLoaded | KeyFailed) -> str:

@@ -28,6 +28,7 @@ Replies (every worker → the one shared result queue):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.pipeline.shm import SegmentSpec
 
@@ -67,8 +68,6 @@ class LoadKey:
     ``source`` says where the key comes from: today the path of its key file."""
 
     source: str
-    test_delay_s: float = 0.0  # test-only fault hooks (engine.pipeline.engine.Faults)
-    test_fail: str | None = None
 
 
 @dataclass(frozen=True)

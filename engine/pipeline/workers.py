@@ -191,19 +191,15 @@ class _ProverState:
         self.finalize_q: queue.Queue = queue.Queue()
         self.unmap_q: queue.Queue = queue.Queue()
 
-    def load(self, path: str, delay_s: float = 0.0, fail: str | None = None) -> float:
-        """Load a key once (under the keys lock); ms it took, 0 if it was already loaded.
-        ``delay_s``/``fail`` are test-only fault hooks (engine.pipeline.engine.Faults)."""
+    def load(self, path: str) -> float:
+        """Load a key once (under the keys lock); ms it took, 0 if it was already loaded."""
         from engine.pipeline import proving
 
         with self.keys_lock:
             if path in self.keys:
                 return 0.0
             t0 = time.perf_counter()
-            if delay_s:
-                time.sleep(delay_s)
-            if fail:
-                raise RuntimeError(fail)
+
             def say(line: str) -> None:
                 self.results.put(KeyProgress(self.name, path, line))
 
@@ -232,7 +228,7 @@ class _ProverState:
 def _load_task(state: _ProverState, task: LoadKey) -> None:
     path = task.source
     try:
-        ms = state.load(path, task.test_delay_s, task.test_fail)
+        ms = state.load(path)
         state.results.put(KeyLoaded(state.name, path, ms, os.getpid(), state.vks.get(path)))
     except Exception as exc:
         if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
