@@ -17,7 +17,7 @@ held are never revoked, so lowering the limit drains down to it without dropping
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 class AdmissionClosed(Exception):

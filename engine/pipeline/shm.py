@@ -28,6 +28,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import resource_tracker, shared_memory
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class SegmentSpec:
 UNMAP_CHUNK = 64 << 20
 
 
-def _libc():
+def _libc() -> Any:
     import ctypes
     import ctypes.util
 
@@ -90,7 +91,7 @@ def _libc():
     return libc
 
 
-_LIBC = None
+_LIBC: Any = None  # libc through ctypes, loaded by the first Attached
 
 
 class Attached:
@@ -128,7 +129,7 @@ class Attached:
             raise ValueError(f"segment {spec.name} holds {size} bytes, {spec.nbytes} expected")
         self._addr: int | None = addr
         self._size = size
-        raw = (ctypes.c_char * size).from_address(addr)
+        raw: Any = (ctypes.c_char * size).from_address(addr)  # a buffer numpy reads in place
         self._flat = np.frombuffer(raw, dtype=np.uint64, count=spec.nbytes // 8)
         self.array = self._flat.reshape(spec.shape)
 
@@ -211,10 +212,6 @@ class SegmentRegistry:
     def live_bytes(self) -> int:
         with self._lock:
             return sum(self._live.values())
-
-    def live_names(self) -> list[str]:
-        with self._lock:
-            return sorted(self._live)
 
     def sweep(self) -> list[str]:
         """Unlink every segment with our prefix in /dev/shm, live-tracked or not; returns names."""

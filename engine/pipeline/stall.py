@@ -11,8 +11,8 @@ partitions held.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Hashable
 
 
 def read_stat(pid: int) -> tuple[str, int] | None:
