@@ -15,6 +15,7 @@ that column and a click on the cursor row opens the detail screen.
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -160,6 +161,7 @@ class ProofsTable(ScrollView, can_focus=True):
         self._rows: list[Row] = []
         self._seen: tuple | None = None  # what the last show() drew from
         self._strips: dict[int, tuple[tuple, Strip]] = {}  # job -> (row stamp, unstyled strip)
+        self._line_styles: tuple[Style, Style, Style, Style, Style] | None = None  # one render's
         self._set_columns(COLUMNS)
 
     def _set_columns(self, columns: Columns) -> None:
@@ -275,26 +277,40 @@ class ProofsTable(ScrollView, can_focus=True):
         self._strips[row.job] = (row.stamp, strip)
         return strip
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Work out the line styles once for the lines about to be drawn (the widget's own
+        style and its component classes' cost a CSS lookup each), then draw them."""
+        self._line_styles = self._styles()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._line_styles = None
+
+    def _styles(self) -> tuple[Style, Style, Style, Style, Style]:
+        """base, header, cursor, even row and odd row styles, as the CSS says now."""
+        base = self.rich_style
+        return (base, base + self.get_component_rich_style("proofs--header"),
+                self.get_component_rich_style("proofs--cursor"),
+                base + self.get_component_rich_style("proofs--even-row"),
+                base + self.get_component_rich_style("proofs--odd-row"))
+
     def render_line(self, y: int) -> Strip:
         """Line y of the widget: the header, then the rows from the scroll position."""
         width = self.size.width
         scroll_x, scroll_y = self.scroll_offset
-        base = self.rich_style
+        base, header, cursor, even, odd = self._line_styles or self._styles()
         if y < HEADER_LINES:
-            style = base + self.get_component_rich_style("proofs--header")
-            return self._header.apply_style(style).crop_extend(scroll_x, scroll_x + width, style)
+            return self._header.apply_style(header).crop_extend(scroll_x, scroll_x + width, header)
         index = y - HEADER_LINES + scroll_y
         if not 0 <= index < len(self._rows):
             return Strip.blank(width, base)
         strip = self._row_strip(self._rows[index])
         if index == self.cursor_row:
             # The cursor's colours win over the cells' own, so the row reads as one bar.
-            cursor = self.get_component_rich_style("proofs--cursor")
             style = base + cursor
             strip = Strip(Segment.apply_style(strip, style, cursor), strip.cell_length)
         else:
-            zebra = "proofs--odd-row" if index % 2 else "proofs--even-row"
-            style = base + self.get_component_rich_style(zebra)
+            style = odd if index % 2 else even
             strip = strip.apply_style(style)
         return strip.crop_extend(scroll_x, scroll_x + width, style)
 
