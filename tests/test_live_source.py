@@ -91,3 +91,29 @@ def test_a_recording_that_fails_mid_session_is_one_notice_and_the_dashboard_goes
     assert "No space left on device" in notices[0][1] and "\n" not in notices[0][1]
     assert posted[:-1] == evs and posted[-1]["engine_state"] == "stopped"  # nothing lost on screen
     assert not live.recording
+
+
+def test_the_engine_workers_the_samples_name_yield_the_cpu_to_the_console(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from app import live_source as ls
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, os.getpid())
+        src: queue.Queue = queue.Queue()
+        posted: list[dict] = []
+        live = LiveStream(src, None, posted.extend, lambda level, text: None)
+        procs = [{"pid": os.getpid(), "role": "console", "rss_anon": 1},
+                 {"pid": child.pid, "role": f"synth-{random.randint(0, 9)}", "rss_anon": 1},
+                 {"pid": 2**22 + random.randint(1, 999), "role": "gone", "rss_anon": 1}]
+        src.put(E.sample(0.5, procs, 0, {}, []))
+        live.end("engine stopped")
+        assert [e["kind"] for e in posted] == ["sample", "console"]
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == max(mine, ls.WORKER_NICE)
+        assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == mine  # the console's own stays
+    finally:
+        child.kill()
+        child.wait()
