@@ -17,14 +17,24 @@ arithmetic is exact, so the results are the serial ones bit for bit.
 
 from __future__ import annotations
 
-import numpy as np
 import numba
+import numpy as np
 from numba import njit, prange
 
 from engine.groth16.r1cs import CSR, R1CS
 from kernels.constants import R_MOD, root_of_unity
 from kernels.cpu.convert import to_mont_fr
-from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_inv, fr_is_zero, fr_load, fr_mul, fr_store, fr_sub
+from kernels.cpu.fr import (
+    FR_ONE,
+    FR_ZERO,
+    fr_add,
+    fr_inv,
+    fr_is_zero,
+    fr_load,
+    fr_mul,
+    fr_store,
+    fr_sub,
+)
 
 
 def domain_log(num_constraints: int) -> int:

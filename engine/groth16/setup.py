@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -71,26 +71,26 @@ def _scalars(r1cs: R1CS, t: dict[str, int], log_n: int,
     nv, ni = r1cs.num_vars, r1cs.num_inputs
     delta_inv = pow(delta, -1, R_MOD)
 
-    def timed(what: str, fn: Callable[[], Any]) -> Any:
+    def timed(what: str, fn: Callable[..., Any], *args: Any) -> Any:
         t0 = time.perf_counter()
-        out = fn()
+        out = fn(*args)
         say(f"QAP at tau, {what} ({time.perf_counter() - t0:.2f} s)")
         return out
 
     z_tau = (pow(tau, n, R_MOD) - 1) % R_MOD
-    yield "h", "g1", timed(f"H scalars: {n - 1} powers", lambda: geometric(z_tau * delta_inv % R_MOD, tau, n - 1))
-    lag = timed(f"Lagrange basis: domain 2^{log_n}", lambda: lagrange_at(tau, log_n))
-    u = timed(f"u = A^T L: {nv} variables", lambda: transposed_product(r1cs.A, lag, nv))
+    yield "h", "g1", timed(f"H scalars: {n - 1} powers", geometric, z_tau * delta_inv % R_MOD, tau, n - 1)
+    lag = timed(f"Lagrange basis: domain 2^{log_n}", lagrange_at, tau, log_n)
+    u = timed(f"u = A^T L: {nv} variables", transposed_product, r1cs.A, lag, nv)
     yield "a", "g1", u
-    v = timed(f"v = B^T L: {nv} variables", lambda: transposed_product(r1cs.B, lag, nv))
+    v = timed(f"v = B^T L: {nv} variables", transposed_product, r1cs.B, lag, nv)
     yield "b_g1", "g1", v
     yield "b_g2", "g2", v
-    w = timed(f"w = C^T L: {nv} variables", lambda: transposed_product(r1cs.C, lag, nv))
+    w = timed(f"w = C^T L: {nv} variables", transposed_product, r1cs.C, lag, nv)
     del lag
-    ic = timed(f"IC: {ni} inputs", lambda: combine(u[:ni], v[:ni], w[:ni], alpha, beta, pow(gamma, -1, R_MOD)))
+    ic = timed(f"IC: {ni} inputs", combine, u[:ni], v[:ni], w[:ni], alpha, beta, pow(gamma, -1, R_MOD))
     yield "ic", "g1", ic
     del ic
-    l_s = timed(f"L: {r1cs.num_aux} aux", lambda: combine(u[ni:], v[ni:], w[ni:], alpha, beta, delta_inv))
+    l_s = timed(f"L: {r1cs.num_aux} aux", combine, u[ni:], v[ni:], w[ni:], alpha, beta, delta_inv)
     del u, v, w
     yield "l", "g1", l_s
 
@@ -175,7 +175,11 @@ def device_setup(
             say(f"{group.upper()} {name}: {rows} points ({backend.elapsed_ms(m0, m1) / 1e3:.2f} s, {backend.name})")
         pending.clear()
 
-    for name, group, s in _scalars(r1cs, t, log_n, lambda msg: (say(msg), report())):
+    def say_and_report(msg: str) -> None:  # after each host phase, the sections done meanwhile
+        say(msg)
+        report()
+
+    for name, group, s in _scalars(r1cs, t, log_n, say_and_report):
         if name == "ic":  # 274 points at porep-32g: the verifier's, kept on the host
             sections[name] = np.ascontiguousarray(backend.fixed_base_g1(g1, s), dtype=np.uint64).reshape(-1, 12)
             continue

@@ -28,11 +28,11 @@ workers stay about scheduling:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +96,7 @@ def ensure_key(
             if path.exists():  # made by the process we waited for, or damaged
                 try:
                     return path, _load_vk(path, circuit)
-                except KeyFileError as exc:
+                except KeyFileError:
                     if damaged != "regenerate":
                         raise
             return path, _setup(circuit, path, backend_name, progress)
@@ -339,7 +339,6 @@ def key_source(
     it), after the free-memory check of :func:`check_device_room`. Other backends refuse in one
     line (KeyRoomError), as before."""
     from engine.groth16.keyfile import KeyRoomError
-
     from kernels.backend import is_device_backend
 
     path = key_path(cache_dir, circuit.name, circuit.r1cs)
@@ -407,12 +406,11 @@ def make_device_key(
                            f"{need} bytes needed, {free} free; is another engine's key on it?")
     pk = device_setup(circuit.r1cs, SETUP_SEED, backend, progress)
     tables = resident_tables(pk, backend)
-    dropped = {k: np.empty((0, SECTIONS[k]), np.uint64)  # a fresh array: a view would keep it all
-               for k in BIG_SECTIONS if tables[k].index is not None}
-    if dropped:  # the full arrays go; the compacted tables hold the points the MSMs read
-        import dataclasses
-
-        pk = dataclasses.replace(pk, **dropped)
+    # the full arrays of compacted sections go (a fresh empty array each: a view would keep the
+    # whole allocation); the compacted tables hold the points the MSMs read
+    for k in BIG_SECTIONS:
+        if tables[k].index is not None:
+            setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))
     return LoadedKey(pk, tables, device_made=True), verifying_key(pk)
 
 
