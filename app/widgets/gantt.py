@@ -113,6 +113,8 @@ def kernel_split(job: JobState, pal: Palette) -> Text:
     """Mean kernel time by group across partitions: NTT, MSM H, A, B1, L."""
     out = Text(" kernels (mean ms): ", style=pal.dim)
     for k in KERNEL_KEYS:
+        if k == "abc" and job.mean_ms(k) is None:  # a group of abc_eval = "gpu" only
+            continue
         out.append(f"{k} ", style=pal.dim)
         out.append(f"{fmt_ms(job.mean_ms(k))}  ", style="bold")
     status = job.status

@@ -49,9 +49,11 @@ KINDS = (
 )
 
 # Kernel groups timed on the device, in the order the prover runs them: "upload" is the
-# host→device copy of a, b, c and z. The prover marks its timers against this tuple; a group a
-# backend does not report (the CPU backend may skip "upload") counts as 0.
-KERNEL_GROUPS = ("upload", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l")
+# host→device copy of a, b, c and z (with abc_eval = "gpu", of the compact witness), "abc" the
+# evaluation of a, b and c where H runs (abc_eval = "gpu" only; with "cpu" synthesis's "eval"
+# timer holds it). The prover marks its timers against this tuple; a group a backend or mode
+# does not report (the CPU backend may skip "upload") counts as 0.
+KERNEL_GROUPS = ("upload", "abc", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l")
 KERNEL_KEYS = KERNEL_GROUPS  # the name the summaries and widgets have always used
 
 # Timer keys of a partition_timings event, in display order (milliseconds). The GPU wrapper (the
