@@ -55,13 +55,23 @@ class PartitionCircuit:
     r1cs: R1CS
     witness: Witness
     public_inputs: Public
+    # the most witness values that can be neither 0 nor 1 (engine.synthesis.general_capacity);
+    # None: any of them
+    general_capacity: int | None = None
 
     @property
     def constraints(self) -> int:
         return self.r1cs.num_constraints
 
-    def partition_bytes(self) -> int:
-        """Shared-memory bytes one partition holds: a, b, c (one Fr per constraint) and z."""
+    def partition_bytes(self, abc_eval: str = "cpu") -> int:
+        """Bytes one partition holds: with abc_eval "cpu", its shared memory (a, b, c, one Fr
+        per constraint, and z); with "gpu", the compact witness's segment plus the z its
+        synthesis worker computes it from (held while it synthesizes, counted for the whole
+        partition so the budget stays an upper bound)."""
+        if abc_eval == "gpu":
+            from engine.synthesis import compact_layout
+
+            return compact_layout(self).nbytes + 32 * self.r1cs.num_vars
         return (3 * self.r1cs.num_constraints + self.r1cs.num_vars) * 32
 
 
@@ -160,6 +170,9 @@ def resolve(preset: str, cache_dir: str | None = None) -> PartitionCircuit:
         return PartitionCircuit(preset, c.r1cs, _example_witness(c), _example_public("chain", n))
     mod = _porep_module()
     if mod is not None and preset in getattr(mod, "PRESETS", {}):
+        from engine.synthesis import general_capacity
+
         shape = mod.build_porep(preset, cache_dir)
-        return PartitionCircuit(preset, shape.r1cs, *_porep_parts(mod, preset, shape))
+        return PartitionCircuit(preset, shape.r1cs, *_porep_parts(mod, preset, shape),
+                                general_capacity=general_capacity(shape))
     raise PresetError(f"unknown preset {preset!r} (presets: {', '.join(preset_names())})")
