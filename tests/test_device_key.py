@@ -189,7 +189,7 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
 
     monkeypatch.setattr(proving, "key_source", device_choice)
     lines: list[str] = []
-    cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
+    cfg = EngineConfig(backend="cpu", devices=[], partition_workers=1, gpu_channel_capacity=1,
                        param_cache=str(tmp_path), sample_interval_s=0.1)
     eng = Engine(cfg, progress=lines.append)
     q = eng.subscribe()
@@ -197,7 +197,7 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
     evs: list[dict] = []
     killed = None
     try:
-        eng.submit(Job("chain-1024", 4))
+        eng.submit(Job("chain-256", 3))
         while killed is None:
             e = q.get(timeout=120)
             evs.append(e)
@@ -205,7 +205,7 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
                 killed = eng.worker_pids()["cpu0"]
                 os.kill(killed, signal.SIGKILL)
         assert eng.wait_idle(120)
-        eng.submit(Job("chain-1024", 2))  # a later job learns the verifying key at submission
+        eng.submit(Job("chain-256", 1))  # a later job learns the verifying key at submission
         assert eng.wait_idle(120)
     finally:
         eng.stop()
@@ -218,6 +218,6 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
     assert len(done) == 2 and all(e["verified"] for e in done), done
     assert any(e["kind"] == "error" and f"pid {killed} died" in e["message"] for e in evs)
     starts = [ln for ln in lines if ln.startswith("cpu0: " + INSECURE_LABEL + ": generating")]
-    made = [ln for ln in lines if "proving key for chain-1024 generated in memory" in ln]
+    made = [ln for ln in lines if "proving key for chain-256 generated in memory" in ln]
     assert len(starts) == 2 and len(made) == 2, lines
     assert not list(tmp_path.rglob("*.pk"))
