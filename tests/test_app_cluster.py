@@ -47,7 +47,7 @@ async def test_the_scheduler_going_away_is_one_line_in_the_console(tmp_path, mon
             sched.p.send_signal(signal.SIGTERM)
             await _until(pilot, lambda: any("went away" in e.text for e in app.state.log), 30,
                          "the scheduler's going away in the log")
-            await pilot.pause(1.5)  # what else it would say (failed submits...) would be here
+            await pilot.pause(1.0)  # what else it would say (failed submits...) would be here
             errors = [e.text for e in list(app.state.log)[n:] if e.level == "error"]
             assert len(errors) == 1 and "went away" in errors[0], errors
             assert "went away" in _text(home.query_one("#hosts-title"))  # the notice too
@@ -109,7 +109,7 @@ async def test_drill_down_keys_over_a_replay(tmp_path):
     from app.screens.history import HistoryScreen
 
     app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.2)
         app.push_screen(HostsScreen())
         await pilot.pause(0.2)
@@ -122,6 +122,10 @@ async def test_drill_down_keys_over_a_replay(tmp_path):
         assert sorted(d.host_state.jobs) == [2, 3]
         assert sorted(hosts.fold.state_of("hA").jobs) == [1, 3]
         assert [g.name for g in d.host_state.gpus.values()] == ["NVIDIA H200"]
+        before = dict(d.host_state.knobs)
+        await pilot.press("W", "p")  # no tuning in a replay: nothing asked, nothing changes
+        await pilot.pause(0.1)
+        assert d.host_state.knobs == before and not d.host_state.paused
         await pilot.press("h")
         await pilot.pause(0.2)
         assert isinstance(app.screen, HistoryScreen) and app.screen.host == "hB"

@@ -318,13 +318,12 @@ async def test_the_console_on_the_farm(farm, tmp_path):
     hosts view is the home with a row per host; enter opens a host's dashboard holding that
     host's partitions alone; a knob and pause there reach that host's Engine alone (its own knob
     events), and `*` sends a knob to every host; Esc goes back; q leaves nothing running; the
-    recording replays to the same summary, with the same hosts and drill-down."""
+    recording replays to the same summary and folds to the same hosts and host dashboards."""
     pytest.importorskip("textual")
     import threading
 
     from test_cluster_hosts_view import _text
 
-    from app.console import SealtopApp
     from app.main import build_app
     from app.screens.hosts import HostDashboardScreen, HostsScreen
     from app.session_io import load_session
@@ -408,22 +407,18 @@ async def test_the_console_on_the_farm(farm, tmp_path):
     assert [k for k in knobs if k[1] == "paused"] == [(one, "paused", False, True),
                                                        (one, "paused", True, False)]
     assert sorted(k[0] for k in knobs if k[1] == "gpu_channel_capacity") == hosts
-    # it replays like any session: the same summary, the same hosts and drill-down
+    # it replays like any session: the same summary, and folded again, the same hosts and the
+    # same host dashboards (the Pilot replay of a farm session: tests/test_app_cluster.py)
+    from app.cluster_source import FarmFold
+
     session = load_session(rec)
     assert render_all(session.events) == render_all(events)
-    replay = SealtopApp("replay", session=session, autoplay=False)
-    async with replay.run_test(size=(120, 36)) as pilot:
-        await pilot.pause(0.2)
-        replay.push_screen(HostsScreen())
-        await pilot.pause(0.3)
-        assert set(hosts) <= set(replay.screen.state.hosts)
-        await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert isinstance(replay.screen, HostDashboardScreen)
-        assert replay.screen.host_state.knobs["partition_workers"] == workers + 1
-        await pilot.press("W")  # no tuning in a replay
-        await pilot.pause(0.1)
-        assert replay.screen.host_state.knobs["partition_workers"] == workers + 1
+    again = FarmFold()
+    again.take(session.events)
+    assert set(hosts) <= set(again.hosts.hosts)
+    assert again.state_of(one).knobs["partition_workers"] == workers + 1
+    assert again.state_of(other).knobs["partition_workers"] == workers
+    assert set(again.state_of(one).jobs) >= mine
 
 
 def test_the_scheduler_going_away_is_one_line_not_a_hang(farm):
