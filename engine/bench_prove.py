@@ -160,12 +160,8 @@ def order_groups(names: Sequence[str]) -> list[str]:
 
 def _sync(backend) -> None:
     """Wait for the device so a host timer covers the work queued on it (no-op on the CPU)."""
-    if getattr(backend, "name", "cpu") != "cuda":
-        return
     try:
-        import cupy
-
-        cupy.cuda.Device().synchronize()
+        backend.synchronize()
     except Exception:
         pass
 
@@ -173,13 +169,8 @@ def _sync(backend) -> None:
 def _release(backend) -> None:
     """Hand back the previous preset's device memory before the next preset's key goes up."""
     gc.collect()
-    if getattr(backend, "name", "cpu") != "cuda":
-        return
     try:
-        import cupy
-
-        cupy.get_default_memory_pool().free_all_blocks()
-        cupy.get_default_pinned_memory_pool().free_all_blocks()
+        backend.release_pools()
     except Exception:
         pass
 

@@ -306,7 +306,9 @@ def bench_pipeline(
         (e["config"].get("backend_in_use") for e in events if e["kind"] == "session_start"),
         None,
     )
-    devices = max(1, len(cfg.devices)) if backend == "cuda" else 1
+    from kernels.backend import is_device_backend
+
+    devices = max(1, len(cfg.devices)) if is_device_backend(backend) else 1
     slots = cfg.gpu_slots_per_device * devices
     buffers = cfg.partition_workers + cfg.gpu_channel_capacity + slots
     model_shm = buffers * per_part
@@ -366,14 +368,17 @@ def memory_model(
     """Peak host memory (ΣRssAnon + shm) the pipeline should reach: the processes' measured
     baseline + the partition buffers + the part of the key that is anonymous host memory.
 
-    The key term counts only what can be RssAnon. On cuda the key's tables are uploaded to GPU
-    memory and the key file is memory-mapped (page cache), so the term is 0. On the cpu backend
-    dense tables are read through the map (page cache) but sparse ones are copied into
-    anonymous memory; the key file size is the term there, an upper bound."""
-    if backend == "cuda":
+    The key term counts only what can be RssAnon. On a device backend (cuda) the key's tables
+    are uploaded to GPU memory and the key file is memory-mapped (page cache), so the term is 0.
+    On the cpu backend dense tables are read through the map (page cache) but sparse ones are
+    copied into anonymous memory; the key file size is the term there, an upper bound."""
+    from kernels.backend import is_device_backend
+
+    on_device = is_device_backend(backend)
+    if on_device:
         key_term = 0
-        basis = ("excluded (0 B): on cuda the key's point tables live in GPU memory and the key "
-                 "file is memory-mapped (page cache); neither is RssAnon")
+        basis = (f"excluded (0 B): on {backend} the key's point tables live in GPU memory and the "
+                 "key file is memory-mapped (page cache); neither is RssAnon")
     else:
         key_term = key_bytes
         basis = ("key file size, an upper bound: the cpu backend reads dense tables through the "
@@ -383,7 +388,7 @@ def memory_model(
         "baseline_bytes": baseline,
         "partition_term_bytes": buffers * per_part,
         "key_term_bytes": key_term,
-        "key_term_counted": backend != "cuda",
+        "key_term_counted": not on_device,
         "key_term_basis": basis,
     }
 

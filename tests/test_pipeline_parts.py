@@ -338,18 +338,6 @@ def test_attached_unmaps_in_pieces_and_never_under_a_live_view(monkeypatch):
         reg.release(spec)
 
 
-def test_a_prover_process_sees_only_its_gpu(monkeypatch):
-    """The engine numbers GPUs as the parent sees them; a prover hides every other one."""
-    from engine.pipeline.workers import _only_device
-
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    _only_device(1)
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4, 6")  # the parent was already restricted
-    _only_device(1)
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "6"
-
-
 def test_gap_split_names_where_the_wrapper_went() -> None:
     from engine.stream.summary import PartitionRecord, gap_split
 
@@ -374,8 +362,8 @@ def test_a_gpu_slot_reads_segments_and_a_cpu_slot_maps_them():
 
     from engine.pipeline.workers import _reads_segment
 
-    gpu = SimpleNamespace(backend=SimpleNamespace(name="cuda"))
-    cpu = SimpleNamespace(backend=SimpleNamespace(name="cpu"))
+    gpu = SimpleNamespace(backend=SimpleNamespace(is_device=True))
+    cpu = SimpleNamespace(backend=SimpleNamespace(is_device=False))
     for b_g2 in ("gpu", "auto", "cpu"):
         assert [_reads_segment(cpu, k, b_g2) for k in "abcz"] == [False] * 4
         want_z = b_g2 != "cpu"

@@ -162,25 +162,17 @@ def _warm_synthesis() -> None:
         pass
 
 
-def _only_device(device: int) -> None:
-    """Make GPU ``device`` (the engine's numbering) the only one this process sees, before CUDA
-    starts here. CuPy's current device is per thread, so selecting it in the main thread would
-    leave the slot and finalize threads on device 0; hiding the others covers every thread."""
-    seen = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    os.environ["CUDA_VISIBLE_DEVICES"] = seen[device] if device < len(seen) else str(device)
-
-
 class _ProverState:
     """What one prover process holds: the backend, loaded keys and the finalize queue."""
 
     def __init__(self, name: str, backend_name: str, device: int | None, results: Any,
                  slots: int = 1):
-        from kernels.backend import get_backend
+        from kernels.backend import backend_class, get_backend
 
         self.name = name
         self.device = device
-        if backend_name == "cuda" and device is not None:
-            _only_device(device)
+        if device is not None:  # before the backend starts here (a host backend ignores it)
+            backend_class(backend_name).select_device(device)
         self.backend = get_backend(backend_name)
         self.results = results
         self.keys: dict[str, Any] = {}
@@ -315,7 +307,7 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     from engine.pipeline import proving
 
     spec = task.segs["w"]
-    if state.backend.name == "cpu":
+    if not state.backend.is_device:
         mapped["w"] = Attached(spec)
         words = mapped["w"].array
     else:
@@ -323,7 +315,7 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     w = compact.read_compact(words, compact.layout_of(words))
     rc = state.compact(task.preset, task.cache_dir)
     # B2 on the cpu reads z on the host: expanded there, the device keeps its own
-    host_z = compact.expand_witness(w) if task.b_g2 == "cpu" and state.backend.name != "cpu" else None
+    host_z = compact.expand_witness(w) if task.b_g2 == "cpu" and state.backend.is_device else None
     trace.stamp("attach")
     t0 = time.perf_counter()
     handle = proving.start(pk, None, None, None, host_z, state.backend, compact=(rc, w))
@@ -349,7 +341,7 @@ def _reads_segment(state: _ProverState, name: str, b_g2: str) -> bool:
     fault per page, an unmap of every page and contention on the process's map lock (see
     kernels/stored.py). The cpu backend computes on the mapping itself. z stays mapped when B2
     runs on the cpu, whose finalize half reads z after the orchestrator has unlinked it."""
-    if state.backend.name == "cpu":
+    if not state.backend.is_device:
         return False
     return not (name == "z" and b_g2 == "cpu")
 
