@@ -203,13 +203,14 @@ def test_run_summary_numbers():
 
 def test_b2_on_the_cpu_from_a_gpu_backend_handle(tmp_path):
     """b_g2 = "cpu": the finalize half swaps to the CPU backend and the key's mapped G2 table;
-    the proof still verifies. A delegating backend stands in for a GPU-named one."""
+    the proof still verifies. A delegating backend stands in for a device backend."""
     from engine.pipeline import proving
     from engine.pipeline.circuits import resolve
     from kernels.backend import get_backend
 
     class Named:
         name = "cuda"
+        is_device = True
 
         def __init__(self, inner):
             self._inner = inner

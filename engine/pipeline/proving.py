@@ -131,10 +131,11 @@ def _check_room(circuit: Any, path: Path, backend_name: str) -> None:
     """Refuse (KeyRoomError, one line: free vs needed bytes) before setup when the cache's disk
     cannot hold the key; at porep-32g the key is ~75 GB and the H200 machine's disk 64 GiB."""
     from engine.groth16.keyfile import check_room, key_file_size
+    from kernels.backend import is_device_backend
 
     r = circuit.r1cs
     size = key_file_size(r.num_inputs, r.num_aux, r.num_constraints)
-    if backend_name == "cuda":
+    if is_device_backend(backend_name):
         instead = ("the engine (run, bench pipeline) generates it in GPU memory instead (a "
                    "device-resident key); this command needs the key file")
     else:
@@ -209,7 +210,7 @@ def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None) -> byt
     from engine.groth16.prove import prove_finish, resident_tables
 
     if (b_g2 == "cpu" and key is not None and not key.device_made
-            and getattr(handle.backend, "name", "cpu") != "cpu"):  # a device key has no host B2
+            and getattr(handle.backend, "is_device", False)):  # a device key has no host B2
         from kernels.backend import get_backend
 
         cpu = get_backend("cpu")
