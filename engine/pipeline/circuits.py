@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -40,7 +41,13 @@ class PresetError(ValueError):
     """An unknown or malformed preset name; the message lists what exists."""
 
 
-Witness = Callable[[int, int, int, "np.ndarray | None"], np.ndarray]
+class Witness(Protocol):
+    """witness(seed, partition, partitions, out=None) -> z, written into ``out`` when given."""
+
+    def __call__(self, seed: int, partition: int, partitions: int,
+                 out: np.ndarray | None = None) -> np.ndarray: ...
+
+
 Public = Callable[[int, int, int], list[int]]
 
 

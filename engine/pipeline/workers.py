@@ -103,7 +103,8 @@ def synthesis_main(
     if threads:
         import numba
 
-        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+        most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set at import
+        numba.set_num_threads(max(1, min(threads, most)))
     plans: dict[str, Any] = {}
     buffers: dict[str, Any] = {}  # abc_eval = "gpu": this worker's own z, kept per circuit
     _warm_synthesis()
