@@ -82,6 +82,7 @@ from engine.pipeline.shm import SegmentRegistry, sweep_stale, sweep_stale_semaph
 from engine.pipeline.stall import StallWatch
 from engine.pipeline.supervisor import Supervisor, Worker, WorkerMains, prover_name
 from engine.stream import schema as events
+from engine.synthesis import compact_layout
 from engine.telemetry.counters import Counters
 from engine.telemetry.memory import host_info
 from engine.telemetry.nvml import gpu_list
@@ -205,6 +206,9 @@ class Engine:
         cfg["switch_interval_ms"] = switch_s * 1000.0
         wall = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self._emit(lambda t: events.session_start(t, cfg, host_info(), gpus, wall))
+        if self.config.abc_eval == "gpu" and not self._on_device:
+            self._say('abc_eval = "gpu" on the cpu backend: synthesis sends the compact witness '
+                      "and the prover process evaluates a, b, c on the CPU (there is no device)")
         self._workers.open()
         with self._state:
             # With a memory budget, synthesis workers start only as partitions are admitted
@@ -374,7 +378,7 @@ class Engine:
         if job.partitions < 1:
             raise ValueError("a job needs at least one partition")
         circuit = resolve(job.preset, self._circuit_cache())
-        nbytes = circuit.partition_bytes()
+        nbytes = circuit.partition_bytes(self.config.abc_eval)
         if not self.admission.fits(nbytes):
             raise ValueError(
                 f"a partition of {job.preset} holds {nbytes} bytes, more than the memory budget "
@@ -526,12 +530,15 @@ class Engine:
             js = self._records.jobs[p.job]
             m, n = js.circuit.r1cs.num_constraints, js.circuit.r1cs.num_vars
             tag = p.key.tag()
-            p.segs = {
-                "a": self.segments.create(tag + "a", (m, 4)),
-                "b": self.segments.create(tag + "b", (m, 4)),
-                "c": self.segments.create(tag + "c", (m, 4)),
-                "z": self.segments.create(tag + "z", (n, 4)),
-            }
+            if self.config.abc_eval == "gpu":  # the compact witness alone (engine.synthesis)
+                p.segs = {"w": self.segments.create(tag + "w", (compact_layout(js.circuit).words,))}
+            else:
+                p.segs = {
+                    "a": self.segments.create(tag + "a", (m, 4)),
+                    "b": self.segments.create(tag + "b", (m, 4)),
+                    "c": self.segments.create(tag + "c", (m, 4)),
+                    "z": self.segments.create(tag + "z", (n, 4)),
+                }
             self.counters.add("synth_started")
             self.counters.add("holding_abc")
             p.worker = w.name
@@ -540,7 +547,7 @@ class Engine:
             p.timers.mark("synthesizing", t)
             p.timers.span("queue", "queued", t)
             w.send(SynthTask(p.key, p.preset, self._circuit_cache(), p.seed, js.job.partitions,
-                             p.segs))
+                             p.segs, self.config.abc_eval))
 
     def _await_unmapped(self, p: Part, limit_s: float = 60.0) -> None:
         """Wait until the prover has let go of a, b and c (a cpu prover unmaps them right after
@@ -867,7 +874,8 @@ class Engine:
             return
         if w is None or self._closed:
             return
-        w.send(ProveTask(p.key, p.preset, js.key_path, p.segs or {}, self.config.b_g2))
+        w.send(ProveTask(p.key, p.preset, js.key_path, p.segs or {}, self.config.b_g2,
+                         self.config.abc_eval, self._circuit_cache()))
         p.gpu_done.wait()  # set by the reply, a setback, a cancel or a stop
         if p.cancelled:
             return
