@@ -301,7 +301,7 @@ def bench_pipeline(
 
     kp = key_path(cfg.param_cache_path(), circuit.name, circuit.r1cs)
     key_bytes = kp.stat().st_size if kp.exists() else 0
-    per_part = circuit.partition_bytes()
+    per_part = circuit.partition_bytes(cfg.abc_eval)
     backend = next(
         (e["config"].get("backend_in_use") for e in events if e["kind"] == "session_start"),
         None,
@@ -441,7 +441,7 @@ def _bench_rows(
                 "steady_s_per_proof": s.steady_s_per_proof,
                 "peak_total": s.peak_total,
                 "peak_shm": s.peak_shm,
-                "bytes_per_partition": circuit.partition_bytes(),
+                "bytes_per_partition": circuit.partition_bytes(cfg.abc_eval),
                 "gpu_busy_pct": s.gpu_busy_pct,
                 "kernel_busy_pct": s.kernel_busy_pct,
                 "mean_wrapper_ms": s.wrapper_ms / n,
