@@ -176,6 +176,10 @@ class Engine:
         p.stage = stage
         return self._emit(lambda t: events.stage(t, p.job, p.index, stage, worker, reason))
 
+    def _publish_sample(self, ev: dict[str, Any]) -> None:
+        """A sampler's event, stamped with the time it is published at."""
+        self._emit(lambda t: {**ev, "t": t})
+
     def _error(self, where: str, message: str) -> None:
         self._emit(lambda t: events.error(t, where, message))
 
@@ -230,7 +234,7 @@ class Engine:
         self._sampler = Sampler(
             self.config.sample_interval_s,
             self.clock.now,
-            lambda ev: self._emit(lambda t: {**ev, "t": t}),
+            self._publish_sample,
             self._process_list,
             self.segments.live_bytes,
             self.counters.snapshot,
