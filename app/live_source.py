@@ -1,10 +1,17 @@
 """The console's live source: the tap on an engine's stream, with the recorder and the bridge as
-its sinks, and the console's own lines published into it.
+its sinks, and the console's own lines published into it; and the live mode around it.
 
-Plain Python (no Textual import): the App gives it a function that posts a batch of events to
-the UI thread and one that shows a notice, and asks it to say a line or to end. Everything the
-dashboard folds passes through here, in the same order the recorder writes it, which is what
-makes a live session and its replay end in identical states.
+- LiveStream (plain Python): the App's bridge gives it a function that posts a batch of events
+  to the UI thread and one that shows a notice, and asks it to say a line or to end. Everything
+  the dashboard folds passes through here, in the same order the recorder writes it, which is
+  what makes a live session and its replay end in identical states.
+- LiveSource: the live mode of the console. It builds the embedded engine in a thread (slow
+  the first time: JIT and keys; a fresh install compiles in a child first), puts a LiveStream
+  on its queue, folds what the bridge posts, and owns the tuning keys (the dashboard's
+  ``app.knob``, ``app.pause``, ``app.submit``, ``app.autofeed``, ``app.save_config``), which
+  call the Engine API; the engine confirms each change with a `knob` event, which is what the
+  log shows. It talks to the UI only through the app it is given (post_message, notify,
+  request_render, push_screen, run_worker).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 from engine.stream.recorder import RecordingError, SessionRecorder
 from engine.stream.schema import Event, console
@@ -119,4 +126,393 @@ class LiveStream:
         return True
 
 
-__all__ = ["LiveStream"]
+GiB = 2**30
+KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
+
+
+class LiveSource:
+    """The live mode: the embedded engine, its stream, the state it folds into, the tuning."""
+
+    ACTIONS = frozenset({"knob", "pause", "submit", "save_config", "autofeed"})
+
+    def __init__(self, app: Any, engine_factory: Callable[[], Any] | None, *, config: Any,
+                 config_path: str | None, readonly: bool, record: str | None, autofeed: int,
+                 watch: Any, compile_first: bool) -> None:
+        from app.state import DashboardState
+
+        self.app = app
+        self.engine_factory = engine_factory
+        self.engine: Any = None
+        self.config, self.config_path = config, config_path
+        self.readonly, self.record, self.watch = readonly, record, watch
+        self.autofeed = autofeed  # keep this many jobs in flight; 0 = off
+        self.compile_first = compile_first  # compile a fresh install's kernels in a child
+        self.state = DashboardState()
+        self.failed = False  # the engine failed to start
+        self.stream: LiveStream | None = None  # while the engine runs
+        self.watchers: Any = None  # engine.watchers.Watchers, while the engine runs
+        self._first_run_stop = threading.Event()
+        self._submitted = self._submitting = 0
+        if engine_factory is not None:
+            _start_resource_tracker()
+
+    # ---- what the App asks of a mode ----------------------------------------------------------
+
+    def header_mode(self) -> str:
+        return "unavailable" if self.engine_factory is None or self.failed else "live"
+
+    @property
+    def can_tune(self) -> bool:
+        return not self.readonly and self.engine is not None
+
+    def offers(self, action: str) -> bool | None:
+        """True where the tuning key works now, None where it is off for now (engine not
+        running: shown disabled), False where this console never offers it (read-only)."""
+        if action not in self.ACTIONS or self.readonly:
+            return False
+        return True if self.can_tune else None
+
+    def start(self) -> None:
+        """On mount: build and start the engine in a thread, or say why there is none."""
+        if self.engine_factory is None:
+            self.app._local_log("error", self.app.notice or "embedded engine unavailable")
+            return
+        self.app.notice = self.app.notice or "engine starting… (first run compiles kernels and makes keys)"
+        self.app.run_worker(self._run_engine, thread=True, exclusive=True, group="engine",
+                            exit_on_error=False)
+
+    def refresh(self) -> bool:
+        """The app's refresh tick: keep jobs flowing; True while the header's clock must run
+        (the engine is preparing)."""
+        if self.autofeed:
+            self.feed()
+        return not self.state.started
+
+    def say(self, level: str, text: str) -> bool:
+        """A console line into the live stream (recorded, replayed); False without one."""
+        return self.stream is not None and self.stream.say(level, text)
+
+    def thread_ids(self) -> list[int]:
+        return self.stream.thread_ids() if self.stream is not None else []
+
+    def recording(self) -> str | None:
+        return self.record if self.stream is not None and self.stream.recording else None
+
+    # ---- the engine's life --------------------------------------------------------------------
+
+    def _run_engine(self) -> None:
+        """Build the engine, put the live stream on it (recorder, bridge), start it."""
+        from app.messages import EngineEvents, EngineStatus
+
+        post = self.app.post_message
+        if self.compile_first:
+            self._compile_in_child()
+        try:
+            engine = self.engine_factory()  # type: ignore[misc]
+            if hasattr(engine, "progress"):  # first-run compilation and key setup, line by line
+                engine.progress = lambda line: post(EngineStatus(line.strip(), "info", state="preparing"))
+            q = engine.subscribe()
+        except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
+            post(EngineStatus(f"engine failed to start: {exc}", "error", state="unavailable"))
+            return
+        watchers = None
+        if self.watch is not None:
+            from engine.watchers import AddressError, start_watchers
+
+            try:
+                watchers = start_watchers(engine, self.watch, self.config)
+            except AddressError as exc:
+                post(EngineStatus(str(exc), "error"))
+        self.watchers = watchers
+        stream = LiveStream(q, self.record, lambda b: post(EngineEvents(b)),
+                            lambda level, text: post(EngineStatus(text, level)),
+                            sinks=watchers.sinks() if watchers is not None else None)
+        self.stream = stream
+        try:
+            engine.start()
+        except Exception as exc:  # noqa: BLE001 - shown in the console, not raised
+            stream.end(f"engine failed to start: {exc}")
+            self._close_watchers()
+            post(EngineStatus("", state="unavailable"))
+            return
+        for line in watchers.lines if watchers is not None else []:
+            stream.say("info", line)  # after start: the session's first line is session_start
+        post(EngineStatus("engine started", engine=engine, state="running"))
+
+    def _compile_in_child(self) -> None:
+        """On a fresh install, compile the kernels in a child process (the GIL stays free, so
+        the console keeps drawing), with a progress line each tick; the engine then finds the
+        cache warm. Each step's line is also a log line."""
+        from app.messages import EngineStatus, FirstRunProgress
+
+        try:
+            from engine.warmup import is_warm
+
+            if is_warm():
+                return
+        except Exception:  # noqa: BLE001 - the engine compiles in-process, as before
+            return
+        from app.firstrun import compile_in_child
+
+        said = [""]
+
+        def report(p) -> None:
+            self.app.post_message(FirstRunProgress(p.text()))
+            if p.line and p.line != said[0]:
+                said[0] = p.line
+                self.app.post_message(EngineStatus(p.line, "info", state="preparing"))
+
+        p = compile_in_child(report, stop=self._first_run_stop)
+        if p.failed:
+            self.app.post_message(EngineStatus(f"first-run compile in a child failed ({p.failed}); "
+                                               "the engine compiles it itself", "warn"))
+
+    def stop_engine(self, drain: bool = True) -> None:
+        """Stop the engine off the UI thread; the tap then delivers every event the engine
+        emitted before it stopped, ends with the console's "engine stopped" line and closes."""
+        self.app.run_worker(lambda: self._stop(drain), thread=True, group="engine-stop",
+                            exit_on_error=False)
+
+    def _stop(self, drain: bool) -> None:
+        from app.messages import EngineStatus
+
+        eng = self.engine
+        if eng is None:
+            return
+        try:
+            eng.stop(drain=drain)
+        except Exception as exc:  # noqa: BLE001
+            self.app.post_message(EngineStatus(f"engine stop failed: {exc}", "error"))
+        if self.stream is not None:
+            self.stream.end("engine stopped")
+        self._close_watchers()
+        self.app.post_message(EngineStatus("", state="stopped"))
+
+    def shutdown(self) -> None:
+        """However the app ends (q, ctrl+c, a test's exit): stop the engine and the recorder."""
+        self._first_run_stop.set()
+        eng, self.engine = self.engine, None
+        self.app.workers.cancel_group(self.app, "engine")
+        if eng is not None:
+            try:
+                eng.stop(drain=False)
+            except Exception:  # noqa: BLE001 - quitting must not fail
+                pass
+        if self.stream is not None:
+            self.stream.end("console closed; engine stopped")
+        self._close_watchers()
+
+    def _close_watchers(self) -> None:
+        watchers, self.watchers = self.watchers, None
+        if watchers is not None:
+            watchers.close()
+
+    # ---- what the bridge posts ------------------------------------------------------------------
+
+    def on_events(self, events: list[Event]) -> None:
+        from app.state import apply
+
+        for ev in events:
+            apply(self.state, ev)
+            if ev.get("kind") == "session_start":
+                self.app.notice = ""
+
+    def on_first_run(self, text: str) -> None:
+        if not self.state.started:
+            self.app.notice = text
+
+    def on_status(self, text: str, level: str, engine: Any, state: str) -> None:
+        app = self.app
+        if engine is not None:
+            self.engine = engine
+            app.notice = "" if self.state.started else "engine started; waiting for its first events…"
+            self.feed()
+        if state == "unavailable":
+            app.notice = text or app.notice
+            self.failed = True
+        if state == "preparing" and not self.state.started:
+            app.notice = f"preparing: {text}"
+        if state == "stopped":
+            self.engine = None  # the stream's last line already said so
+        if text:
+            app._local_log(level, text)
+
+    def on_submit_done(self, error: str) -> None:
+        self._submitting -= 1
+        if self.app.notice.startswith("preparing the first job"):
+            self.app.notice = ""
+        if error:
+            self._submitted -= 1
+            self.autofeed = 0
+            self.app._local_log("error", error)
+        self.app.request_render()
+
+    # ---- tuning -------------------------------------------------------------------------------
+
+    def _refuse(self) -> bool:
+        if self.can_tune:
+            return False
+        why = "read-only console (--readonly)" if self.readonly else "engine not running"
+        self.app.notify(f"tuning disabled: {why}", severity="warning")
+        return True
+
+    def set_knob(self, name: str, value: Any) -> bool:
+        """Ask the engine to change a knob; the engine's knob event confirms it in the log."""
+        from app.state import fmt_bytes
+
+        if self._refuse():
+            return False
+        try:
+            self.engine.set_knob(name, value)
+        except Exception as exc:  # noqa: BLE001 - the engine says why; show it
+            self.app._local_log("error", f"{name} = {value} refused: {exc}")
+            self.app.notify(f"{name}: {exc}", severity="error")
+            self.app.request_render()
+            return False
+        shown = fmt_bytes(value) if name == "memory_budget" and value else value
+        self.app.notify(f"{name} → {shown}", timeout=2)
+        return True
+
+    def action_knob(self, name: str, direction: int) -> None:
+        """One step of a knob: ±1 for counts, ±1 GiB for the memory budget."""
+        from app.state import budget_bytes
+
+        if self._refuse():
+            return
+        cur = self.state.knobs.get(name)
+        if name == "memory_budget":
+            b = budget_bytes(cur)
+            if b is None:  # unlimited: either key sets a budget just above the current use
+                b = (self.state.mem_total // GiB + 2) * GiB
+                direction = min(direction, 0)
+            new = max(GiB, (b // GiB + direction) * GiB)
+        else:
+            new = max(1, int(cur or 1) + direction)
+        if new != cur:
+            self.set_knob(name, new)
+
+    def action_pause(self) -> None:
+        if self._refuse():
+            return
+        try:
+            (self.engine.resume if self.state.paused else self.engine.pause)()
+        except Exception as exc:  # noqa: BLE001
+            self.app._local_log("error", f"pause/resume failed: {exc}")
+        self.app.request_render()
+
+    def action_submit(self, quiet: bool = False) -> None:
+        """Submit one job of the config's preset. engine.submit may make or load the proving
+        key (seconds the first time), so it runs in a thread and the header says so."""
+        if (not quiet and self._refuse()) or self.engine is None:
+            return
+        self._submitting += 1
+        self._submitted += 1
+        if not self.state.jobs:
+            self.app.notice = "preparing the first job: compiling kernels and making/loading keys…"
+        engine = self.engine
+        self.app.run_worker(lambda: self._submit(engine), thread=True, group="submit",
+                            exit_on_error=False)
+        self.app.request_render()
+
+    def _submit(self, engine: Any) -> None:
+        from app.live import make_job
+        from app.messages import SubmitDone
+
+        try:
+            engine.submit(make_job(engine, self.config))
+        except Exception as exc:  # noqa: BLE001 - the engine says why; the log shows it
+            self.app.post_message(SubmitDone(f"submit failed: {exc}"))
+        else:
+            self.app.post_message(SubmitDone(""))
+
+    def action_autofeed(self) -> None:
+        if self._refuse():
+            return
+        self.autofeed = 0 if self.autofeed else 2
+        self.app._local_log("info", f"auto-submit {'on' if self.autofeed else 'off'}")
+        self.app.request_render()
+
+    def feed(self) -> None:
+        """Keep `autofeed` jobs in flight so that proofs keep moving."""
+        if not self.autofeed or self.engine is None or self.state.paused:
+            return
+        in_flight = sum(1 for j in self.state.jobs.values() if j.verified is None and not j.failed)
+        pending = max(self._submitting, self._submitted - len(self.state.jobs))
+        for _ in range(max(0, self.autofeed - in_flight - pending)):
+            self.action_submit(quiet=True)
+
+    def action_save_config(self) -> None:
+        from app.configsave import ConfigSaveError, save_knobs
+        from app.main import DEFAULT_CONFIG
+
+        if self.readonly:
+            self._refuse()
+            return
+        path = self.config_path or DEFAULT_CONFIG  # a plain `sealtop` reads it next time
+        try:
+            changed = save_knobs(path, self.state.knobs)
+        except ConfigSaveError as exc:
+            self.app._local_log("error", str(exc))
+            self.app.notify(str(exc), severity="error")
+        else:
+            what = ", ".join(changed) if changed else "no changes"
+            self.app._local_log("knob", f"saved knobs to {path} ({what})")
+            self.app.notify(f"saved {path}", timeout=2)
+        self.app.request_render()
+
+    def prompt_knob(self, name: str) -> None:
+        from app.screens.prompt import PromptScreen
+        from app.state import budget_bytes, fmt_bytes
+
+        if self._refuse():
+            return
+
+        def done(answer: str | None) -> None:
+            if not answer:
+                return
+            value: Any = answer
+            if name != "memory_budget":
+                try:
+                    value = int(answer)
+                except ValueError:
+                    self.app.notify(f"{name} needs a whole number", severity="error")
+                    return
+            else:
+                value = (budget_bytes(answer) if not answer.isdigit() else int(answer)) or 0
+            self.set_knob(name, value)
+
+        cur = self.state.knobs.get(name)
+        shown = fmt_bytes(budget_bytes(cur)) if name == "memory_budget" and budget_bytes(cur) else cur
+        self.app.push_screen(PromptScreen(f"{name} (now {shown})", value=""), done)
+
+    def commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """The palette's live commands (none in a read-only console)."""
+        if self.readonly:
+            return []
+        cmds: list[tuple[str, str, Callable[[], object]]] = [
+            (f"Set {n}…", f"Change {n} live", lambda n=n: self.prompt_knob(n)) for n in KNOBS]
+        return cmds + [
+            ("Pause / resume engine", "Stop or restart admissions", self.action_pause),
+            ("Submit a job", "Queue one job of the config's preset", self.action_submit),
+            ("Auto-submit on/off", "Keep jobs flowing", self.action_autofeed),
+            ("Save knobs to config", "Write knobs to the TOML (keeps comments)",
+             self.action_save_config),
+        ]
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, while sys.stderr is the real one.
+
+    While Textual runs, sys.stderr is a capture object whose fileno() is -1; the tracker, which
+    the engine's first spawned worker or shared-memory segment would start, passes stderr's fd
+    to its process and fails with "bad value(s) in fds_to_keep".
+    """
+    try:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001 - the engine reports its own start failure
+        pass
+
+
+__all__ = ["LiveStream", "LiveSource"]

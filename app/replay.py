@@ -2,7 +2,8 @@
 
 Plain Python so that it is tested without a terminal. The reducer is pure, so any position is
 reached by reducing the prefix; stepping back rebuilds from the nearest checkpoint instead of
-undoing events.
+undoing events. ReplayActions is the replay mode's side of the console (its keys, palette
+commands and clock tick), driving the app it is given.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import bisect
 import copy
 import math
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from app.state import DashboardState, apply
 from engine.stream.schema import Event
@@ -134,3 +137,91 @@ class ReplayController:
         i = SPEEDS.index(self.speed) if self.speed in SPEEDS else 0
         self.speed = SPEEDS[max(i - 1, 0)]
         return self.speed
+
+
+class ReplayActions:
+    """The replay mode of the console: its keys (the dashboard's ``app.play``, ``app.step``,
+    ``app.speed``, ``app.seek``, ``app.seek_end``), its palette commands, its clock tick and what
+    the header and control bar say. ``app`` is the console (notify, request_render, push_screen)."""
+
+    ACTIONS = frozenset({"play", "step", "speed", "seek", "seek_end"})
+    TICK_S = 0.05  # s between replay clock advances
+
+    def __init__(self, app, controller: ReplayController, warnings: list[str]) -> None:
+        self.app = app
+        self.controller = controller
+        self.notice = "; ".join(warnings)  # a crashed run's cut end
+        self._last_tick = time.monotonic()
+
+    @property
+    def state(self) -> DashboardState:
+        return self.controller.state
+
+    def tick(self) -> tuple[bool, bool]:
+        """Advance the clock by the wall time since the last tick: (state changed, bar moved)."""
+        now = time.monotonic()
+        dt, self._last_tick = now - self._last_tick, now
+        if not self.controller.playing:
+            return False, False
+        return self.controller.advance(dt) > 0, True
+
+    def header_mode(self) -> str:
+        return "replay"
+
+    def header(self) -> str:
+        c = self.controller
+        return f"{'▶' if c.playing else '⏸'} ×{c.speed}  {c.clock:.2f}/{c.duration:.2f} s"
+
+    def bar(self) -> str:
+        return control_bar(self.controller)
+
+    def action_play(self) -> None:
+        self.controller.toggle()
+        self._last_tick = time.monotonic()
+        self.app.request_render()
+
+    def action_step(self, n: int) -> None:
+        self.controller.step(n)
+        self.app.request_render()
+
+    def action_speed(self, d: int) -> None:
+        s = self.controller.faster() if d > 0 else self.controller.slower()
+        self.app.notify(f"replay ×{s}", timeout=1)
+        self.app.request_render()
+
+    def seek(self, where: str) -> bool:
+        """Seek to seconds ("12.5", "12.5s"), a percentage ("50%"), "start" or "end"."""
+        try:
+            self.controller.seek_to(where)
+        except ValueError:
+            self.app.notify(f"not a time: {where!r} (try 12.5, 50% or end)", severity="error")
+            return False
+        self.app.request_render()
+        return True
+
+    def action_seek(self) -> None:
+        from app.screens.prompt import PromptScreen
+
+        def done(answer: str | None) -> None:
+            if answer:
+                self.seek(answer)
+
+        self.app.push_screen(
+            PromptScreen(f"seek to (0–{self.controller.duration:.2f} s, 50%, start, end)",
+                         placeholder="seconds"), done)
+
+    def action_seek_end(self) -> None:
+        self.seek("end")
+
+    def commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """The palette's replay commands: (title, help, what it does)."""
+        return [
+            ("Replay: play/pause", "Toggle playback", self.action_play),
+            ("Replay: seek…", "Jump to a time", self.action_seek),
+            ("Replay: faster", "Double the speed", lambda: self.action_speed(1)),
+            ("Replay: slower", "Halve the speed", lambda: self.action_speed(-1)),
+            ("Replay: go to end", "Show the final state", self.action_seek_end),
+        ]
+
+    def offers(self, action: str) -> bool | None:
+        return action in self.ACTIONS

@@ -127,3 +127,30 @@ class CompareScreen(Screen):
         self.a, self.b = self.b, self.a
         self.name_a, self.name_b = self.name_b, self.name_a
         self.app.request_render()
+
+
+class CompareSource:
+    """The compare mode of the console: two sessions reduced to their final states, shown by
+    CompareScreen; it offers no live or replay key and has nothing to tick."""
+
+    ACTIONS: frozenset[str] = frozenset()
+
+    def __init__(self, a: Any, b: Any) -> None:
+        """a, b: app.session_io.Session."""
+        from app.state import reduce
+
+        self.a, self.b = a, b
+        self.final_a, self.final_b = reduce(a.events), reduce(b.events)
+        self.state = DashboardState()  # what a dashboard would show (none is)
+
+    def first_screen(self) -> Screen:
+        return CompareScreen(self.final_a, self.final_b, self.a.name, self.b.name)
+
+    def header_mode(self) -> str:
+        return "compare"
+
+    def offers(self, action: str) -> bool | None:
+        return False
+
+    def commands(self) -> list:
+        return []
