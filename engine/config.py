@@ -38,7 +38,10 @@ BACKENDS = ("auto", "cpu", "cuda")
 PERMIT_RELEASE = ("delivered", "synthesized")
 DEALLOC = ("async", "sync")
 B_G2 = ("auto", "cpu", "gpu")  # auto: where the MSMs run (on an H200, GPU B2 is 18 ms at 2^20)
-ABC_EVAL = ("cpu", "gpu")  # where a = A·z, b = B·z, c = C·z are evaluated (gpu: only z is sent)
+# where a = A·z, b = B·z, c = C·z are evaluated: "cpu" in the synthesis workers (a, b, c and z
+# sent); "gpu" in the prover, where H runs, from a compact witness (bitmaps + general values,
+# engine.groth16.compact) -- on the cpu backend that prover evaluates on the CPU, and says so
+ABC_EVAL = ("cpu", "gpu")
 STALL_ACTIONS = ("report", "retry")  # retry: kill the stalled worker, the partition runs elsewhere
 DAMAGED_KEY = ("refuse", "regenerate")  # a cached key that fails its checksum
 NEEDS = ("any", "cpu", "cuda")  # which farm hosts a job may run on
