@@ -74,12 +74,14 @@ class LiveStream:
         verbs, where no operator waits, leave their priority alone."""
         me = os.getpid()
         for ev in batch:
-            if ev.get("kind") != "sample":
+            if ev.get("kind") != "sample" or "host" in ev:  # a farm host's pids are not ours
                 continue
             for p in ev.get("processes") or []:
                 pid = p.get("pid")
                 if isinstance(pid, int) and pid != me and pid not in self._yielded:
                     self._yielded.add(pid)
+                    if _parent(pid) != me:  # only the console's own children
+                        continue
                     try:
                         os.setpriority(os.PRIO_PROCESS, pid,
                                        max(os.getpriority(os.PRIO_PROCESS, pid), WORKER_NICE))
@@ -124,6 +126,15 @@ class LiveStream:
         except Exception:  # noqa: BLE001 - ending must not fail
             pass
         return True
+
+
+def _parent(pid: int) -> int | None:
+    """The parent pid of a process (None where it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 GiB = 2**30

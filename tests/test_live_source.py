@@ -109,9 +109,14 @@ def test_the_engine_workers_the_samples_name_yield_the_cpu_to_the_console(tmp_pa
         procs = [{"pid": os.getpid(), "role": "console", "rss_anon": 1},
                  {"pid": child.pid, "role": f"synth-{random.randint(0, 9)}", "rss_anon": 1},
                  {"pid": 2**22 + random.randint(1, 999), "role": "gone", "rss_anon": 1}]
+        init = os.getpriority(os.PRIO_PROCESS, 1)
+        farm = E.sample(0.4, [{"pid": child.pid, "role": "synth-0", "rss_anon": 1}], 0, {}, [])
+        src.put({**farm, "host": "elsewhere"})  # a farm host's pid: not ours, left alone
+        src.put(E.sample(0.45, [{"pid": 1, "role": "init", "rss_anon": 1}], 0, {}, []))
         src.put(E.sample(0.5, procs, 0, {}, []))
         live.end("engine stopped")
-        assert [e["kind"] for e in posted] == ["sample", "console"]
+        assert [e["kind"] for e in posted] == ["sample", "sample", "sample", "console"]
+        assert os.getpriority(os.PRIO_PROCESS, 1) == init  # not the console's child: untouched
         assert os.getpriority(os.PRIO_PROCESS, child.pid) == max(mine, ls.WORKER_NICE)
         assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == mine  # the console's own stays
     finally:
