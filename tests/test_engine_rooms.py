@@ -39,7 +39,7 @@ def test_every_message_pickles_back_equal_and_is_frozen() -> None:
         m.KeyFailed("cpu0", "/k", "OSError: gone", rng.randrange(2, 1 << 22)),
         m.GpuDone("gpu0", k, {"ntt": rng.random(), "recv_mono": rng.random()}),
         m.AbcUnmapped("gpu0", k),
-        m.Proved("gpu0", k, proof, [rng.getrandbits(255)], rng.random()),
+        m.Proved("gpu0", k, proof, rng.random()),
         m.TaskFailed("gpu0", k, "ValueError: bad"),
     ]
     for msg in msgs:

@@ -170,13 +170,12 @@ class AbcUnmapped:
 
 @dataclass(frozen=True)
 class Proved:
-    """A partition's proof, its public inputs as the prover read them from z, and the time of
-    the B2/assembly half in ms."""
+    """A partition's proof and the time of its B2/assembly half in ms. (The orchestrator
+    verifies it against the public inputs it derives from the job, never the prover's z.)"""
 
     worker: str
     key: PartKey
     proof: bytes
-    public: list[int]
     b2_ms: float
 
 

@@ -274,7 +274,6 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             if e_pre is not None:
                 trace.extra["gpu_span_ms"] = state.backend.elapsed_ms(e_pre, state.backend.mark())
                 trace.extra["kernels_ms"] = sum(timings.get(g, 0.0) for g in START_GROUPS)
-            public = proving.public_inputs(pk.pk.num_inputs, inputs["z"])
             t_sent = time.monotonic()
             timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
             timings["recv_mono"], timings["sent_mono"] = t_recv, t_sent
@@ -286,7 +285,7 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             trace.stamp("sent")
             inputs.clear()
             state.unmap_q.put((key, [mapped.pop(k) for k in ("a", "b", "c") if k in mapped]))
-            state.finalize_q.put((key, handle, mapped.pop("z", None), public, task.b_g2, pk))
+            state.finalize_q.put((key, handle, mapped.pop("z", None), task.b_g2, pk))
             trace.emit()
         except Exception as exc:
             detail = _one_line(exc)
@@ -324,7 +323,6 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     trace.stamp("call")
     timings = dict(proving.kernel_timings(handle))
     timings["gpu_call"] = _ms(t0, t1)
-    public = compact.public_inputs(w, pk.pk.num_inputs)
     del w, words  # views of the mapping, which the unmap thread drops next
     t_sent = time.monotonic()
     timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
@@ -332,7 +330,7 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     state.results.put(GpuDone(state.name, task.key, timings))
     trace.stamp("sent")
     state.unmap_q.put((task.key, [mapped.pop("w")] if "w" in mapped else []))
-    state.finalize_q.put((task.key, handle, None, public, task.b_g2, pk))
+    state.finalize_q.put((task.key, handle, None, task.b_g2, pk))
     trace.emit()
 
 
@@ -370,13 +368,13 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
         if item is None:
             remaining -= 1
             continue
-        key, handle, z_att, public, b_g2, loaded = item
+        key, handle, z_att, b_g2, loaded = item
         del item  # the handle holds a view of z: every reference must go before z is unmapped
         try:
             t0 = time.perf_counter()
             proof = proving.finish(handle, b_g2, loaded)
             t1 = time.perf_counter()
-            state.results.put(Proved(state.name, key, proof, public, _ms(t0, t1)))
+            state.results.put(Proved(state.name, key, proof, _ms(t0, t1)))
         except Exception as exc:
             state.results.put(TaskFailed(state.name, key, _one_line(exc)))
         finally:
