@@ -312,7 +312,8 @@ class Engine:
 
     def _request_key(self, w: Worker, path: str, preset: str) -> None:
         """Send ``w`` a load of ``path`` unless it has it or is loading it (under _state)."""
-        if self._keys.request(w.name, path, preset, w.send) and self._on_device:
+        compact = (preset, self._circuit_cache()) if self.config.abc_eval == "gpu" else None
+        if self._keys.request(w.name, path, preset, w.send, compact) and self._on_device:
             self._say(f"{w.name}: loading the proving key for {preset} onto the device...")
 
     def _keys_ready(self, prover: str) -> bool:

@@ -88,14 +88,14 @@ class KeyRegistry:
         self.add_prover(prover)
         return loading
 
-    def request(self, prover: str, source: str, preset: str, send: Callable[[LoadKey], None]
-                ) -> bool:
+    def request(self, prover: str, source: str, preset: str, send: Callable[[LoadKey], None],
+                compact: tuple[str, str] | None = None) -> bool:
         """Send ``prover`` a load of ``source`` unless it holds it or is loading it; True if
-        a load was sent."""
+        a load was sent. ``compact``: see LoadKey."""
         if source in self._loaded[prover] or source in self._requested[prover]:
             return False
         self._requested[prover][source] = preset
-        send(LoadKey(source))
+        send(LoadKey(source, compact))
         return True
 
     def settle(self, msg: KeyLoaded | KeyFailed) -> str:

@@ -65,9 +65,12 @@ class SynthTask:
 @dataclass(frozen=True)
 class LoadKey:
     """Make a proving key ready in the prover (memory-map it, upload its point tables).
-    ``source`` says where the key comes from: today the path of its key file."""
+    ``source`` says where the key comes from: today the path of its key file. ``compact``
+    (abc_eval = "gpu"): (preset, circuit cache) whose compact matrices to make resident too,
+    so no partition's GPU half pays for them."""
 
     source: str
+    compact: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -222,6 +222,10 @@ def _load_task(state: _ProverState, task: LoadKey) -> None:
     path = task.source
     try:
         ms = state.load(path)
+        if task.compact is not None:  # abc_eval = "gpu": the matrices too, before any partition
+            t0 = time.perf_counter()
+            state.compact(*task.compact)
+            ms += _ms(t0, time.perf_counter())
         state.results.put(KeyLoaded(state.name, path, ms, os.getpid(), state.vks.get(path)))
     except Exception as exc:
         if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
