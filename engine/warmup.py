@@ -72,6 +72,22 @@ def _compile_synthesis() -> None:
     _, parts = generate_partitions(WARM_PRESET, 1)
     z = np.empty((r.num_vars, 4), np.uint64)
     synthesize_partition(shape, parts[0], z, alloc_abc(r), eval_plan(r))
+    # abc_eval = "gpu": the compact witness (synthesis side), the matrices and their
+    # evaluation into H's input (the prover side on the cpu backend)
+    from engine.groth16.compact import (
+        WitnessLayout,
+        compact_r1cs,
+        evaluate_abc_host,
+        read_compact,
+        write_compact,
+    )
+    from engine.synthesis import general_capacity
+
+    layout = WitnessLayout(r.num_vars, general_capacity(shape))
+    words = np.zeros(layout.words, np.uint64)
+    write_compact(z, words, layout)
+    abc = np.empty((3, 1 << (r.num_constraints - 1).bit_length(), 4), np.uint64)
+    evaluate_abc_host(compact_r1cs(r), read_compact(words, layout), abc)
 
 
 def ensure_warm(progress: Callable[[str], None] | None = None) -> float:
