@@ -85,3 +85,15 @@ def read_gpu(index: int) -> dict:
     reading["temp_c"] = _safe(lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
     reading["sm_clock_mhz"] = _safe(lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
     return reading
+
+
+def pci_bus_id(index: int) -> str | None:
+    """GPU ``index``'s PCI bus id as NVML gives it ("00000000:17:00.0"); None where unknown."""
+    nv = _nvml()
+    if nv is None:
+        return None
+    h = _safe(lambda: nv.nvmlDeviceGetHandleByIndex(index))
+    if h is None:
+        return None
+    bus = _safe(lambda: _text(nv.nvmlDeviceGetPciInfo(h).busId))
+    return bus if isinstance(bus, str) and bus else None
