@@ -4,7 +4,7 @@ A config has four tables (every key optional; the defaults suit a CPU-only lapto
 
     [engine]     backend, devices, partition_workers, gpu_channel_capacity,
                  gpu_slots_per_device, memory_budget, permit_release, dealloc, b_g2,
-                 abc_eval, stall_after_s, stall_action
+                 abc_eval, stall_after_s, stall_action, numa_placement
     [paths]      param_cache, damaged_key
     [telemetry]  sample_interval_s
     [jobs]       preset, partitions, seed
@@ -45,6 +45,9 @@ ABC_EVAL = ("cpu", "gpu")
 STALL_ACTIONS = ("report", "retry")  # retry: kill the stalled worker, the partition runs elsewhere
 DAMAGED_KEY = ("refuse", "regenerate")  # a cached key that fails its checksum
 NEEDS = ("any", "cpu", "cuda")  # which farm hosts a job may run on
+# auto: each GPU's synthesis workers run on the CPUs of its NUMA node (engine.pipeline.placement;
+# every allowed CPU where sysfs does not say); off: workers run wherever the kernel puts them
+NUMA_PLACEMENT = ("auto", "off")
 
 _UNITS = {
     "": 1,
@@ -114,6 +117,7 @@ class EngineConfig:
     # reported as stalled; 0 turns the check off
     stall_after_s: float = 120.0
     stall_action: str = "report"
+    numa_placement: str = "auto"
     param_cache: str = "~/.cache/sealtop/params"
     damaged_key: str = "refuse"  # regenerate: run setup again over a key that fails its checksum
     sample_interval_s: float = 0.5
@@ -152,6 +156,7 @@ _LAYOUT: dict[str, tuple[str, ...]] = {
         "abc_eval",
         "stall_after_s",
         "stall_action",
+        "numa_placement",
     ),
     "paths": ("param_cache", "damaged_key"),
     "telemetry": ("sample_interval_s",),
@@ -239,6 +244,7 @@ _CHECKS: dict[str, Any] = {
     "abc_eval": _choice(ABC_EVAL),
     "stall_after_s": _seconds(1, 86400, off=True),
     "stall_action": _choice(STALL_ACTIONS),
+    "numa_placement": _choice(NUMA_PLACEMENT),
     "param_cache": _str,
     "damaged_key": _choice(DAMAGED_KEY),
     "sample_interval_s": _interval,

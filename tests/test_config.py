@@ -212,7 +212,7 @@ _INTS = {"partition_workers": (1, 256), "gpu_channel_capacity": (1, 256),
 _CHOICES = {"backend": ("auto", "cpu", "cuda"), "permit_release": ("delivered", "synthesized"),
             "dealloc": ("async", "sync"), "b_g2": ("auto", "cpu", "gpu"), "abc_eval": ("cpu", "gpu"),
             "stall_action": ("report", "retry"), "damaged_key": ("refuse", "regenerate"),
-            "needs": ("any", "cpu", "cuda")}
+            "needs": ("any", "cpu", "cuda"), "numa_placement": ("auto", "off")}
 _SECONDS = {"sample_interval_s": (0.01, 3600), "stall_after_s": (1, 86400)}
 _STRINGS = ("param_cache", "preset")
 
