@@ -159,3 +159,96 @@ def test_pin_binds_this_process_within_its_affinity_and_refuses_nothing_silently
         assert pin([10_000]) == (one,)  # outside the current set: unchanged
     finally:
         os.sched_setaffinity(0, before)
+
+
+# -- the engine on this machine (one node, no GPU): placement on, real workers, real proofs ---
+# Every other engine test runs with the default numa_placement = "auto" too; the engine runs here
+# cost ~20 s each on 2 cores, so one is in CI and the other two behind SEALTOP_HEAVY=1.
+
+heavy = pytest.mark.skipif(not os.environ.get("SEALTOP_HEAVY"),
+                           reason="set SEALTOP_HEAVY=1 (about 20 s each on 2 cores)")
+
+
+@pytest.fixture(scope="module")
+def params(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("params"))
+
+
+def _prove_tiny(params: str, **cfg_kw):
+    """Run one tiny job of two partitions on the cpu backend; (engine, events, progress lines,
+    each synthesis worker's CPUs read from the live process)."""
+    import queue as _queue
+
+    from engine.config import EngineConfig
+    from engine.pipeline.engine import Engine, Job
+    from engine.pipeline.shm import list_ours, prefix_for
+
+    cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
+                       param_cache=params, sample_interval_s=0.05, **cfg_kw)
+    lines: list[str] = []
+    eng = Engine(cfg, progress=lines.append)
+    q = eng.subscribe()
+    eng.start()
+    try:
+        pids = {n: p for n, p in eng.worker_pids().items() if n.startswith("synth-")}
+        affinity = {n: tuple(sorted(os.sched_getaffinity(p))) for n, p in pids.items()}
+        eng.submit(Job("tiny", 2, seed=random.randrange(1, 2**31)))
+        assert eng.wait_idle(240), "the job did not finish"
+    finally:
+        eng.stop(drain=True)
+    evs = []
+    while True:
+        try:
+            evs.append(q.get_nowait())
+        except _queue.Empty:
+            break
+    assert list_ours(prefix_for(os.getpid())) == []  # nothing left in /dev/shm
+    return eng, evs, lines, affinity
+
+
+def _verified(evs: list[dict]) -> list[bool]:
+    return [e["verified"] for e in evs if e["kind"] == "proof_done"]
+
+
+def test_this_hosts_plan_is_one_node_and_every_allowed_cpu():
+    from engine.pipeline.placement import host_plan
+
+    allowed = tuple(sorted(os.sched_getaffinity(0)))
+    p = host_plan([None], "auto")  # the cpu backend's one prover; NVML finds no GPU here
+    assert p is not None and p.nodes <= 1 and [g.cpus for g in p.gpus] == [allowed]
+    assert host_plan([None], "off") is None
+
+
+def test_workers_are_bound_to_their_gpus_node(params, monkeypatch, tmp_path):
+    """A two-node host with one CPU per node (of this machine's CPUs): worker 0 runs on the
+    first, worker 1 on the second, the engine says so, and the job still verifies."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs to place two workers apart")
+    a, b = allowed[0], allowed[1]
+    _host(tmp_path, [[a], [b]], {_pci(0): 0, _pci(1): 1})
+    fake = plan([0, 1], {0: _nvml_id(0), 1: _nvml_id(1)}, tmp_path, tuple(allowed))
+    import engine.pipeline.engine as engine_mod
+
+    monkeypatch.setattr(engine_mod, "host_plan", lambda devices, mode: fake)
+    eng, evs, lines, affinity = _prove_tiny(params)
+    assert _verified(evs) == [True]
+    assert affinity == {"synth-0": (a,), "synth-1": (b,)}
+    assert "placement over 2 NUMA node(s): gpu0 node 0 1 CPUs, gpu1 node 1 1 CPUs" in lines
+
+
+@heavy
+def test_the_engine_proves_tiny_with_placement_on_this_host(params):
+    eng, evs, lines, affinity = _prove_tiny(params, numa_placement="auto")
+    assert _verified(evs) == [True]
+    allowed = tuple(sorted(os.sched_getaffinity(0)))
+    assert eng.placement is not None and [g.cpus for g in eng.placement.gpus] == [allowed]
+    assert affinity and all(cpus == allowed for cpus in affinity.values())
+    assert not any(line.startswith("placement over") for line in lines)  # one node: quiet
+
+
+@heavy
+def test_placement_off_leaves_workers_unbound(params):
+    eng, evs, lines, affinity = _prove_tiny(params, numa_placement="off")
+    assert _verified(evs) == [True] and eng.placement is None
+    assert all(cpus == tuple(sorted(os.sched_getaffinity(0))) for cpus in affinity.values())

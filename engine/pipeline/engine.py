@@ -76,6 +76,7 @@ from engine.pipeline.messages import (
     TaskFailed,
     WorkerFailed,
 )
+from engine.pipeline.placement import Placement, host_plan
 from engine.pipeline.records import ENDED, Job, JobRecord, Part, Records, Setback
 from engine.pipeline.scheduler import Admission, AdmissionClosed
 from engine.pipeline.shm import SegmentRegistry, sweep_stale, sweep_stale_semaphores
@@ -150,7 +151,9 @@ class Engine:
         self._workers = Supervisor(
             self._ctx, self._results, self._backend, config.gpu_slots_per_device,
             self._synth_threads, self._prover_started, self._gave_up, mains,
+            synth_cpus=self._synth_cpus,
         )
+        self.placement: Placement | None = None  # set by start() (numa_placement = "auto")
         self._stall = StallWatch(self.config.stall_after_s)
         self._hurry = False  # a second stop signal: do not wait for workers to exit
 
@@ -213,6 +216,9 @@ class Engine:
         if self.config.abc_eval == "gpu" and not self._on_device:
             self._say('abc_eval = "gpu" on the cpu backend: synthesis sends the compact witness '
                       "and the prover process evaluates a, b, c on the CPU (there is no device)")
+        self.placement = host_plan(self._devices, self.config.numa_placement)
+        if self.placement is not None and self.placement.nodes > 1:
+            self._say(self.placement.describe())
         self._workers.open()
         with self._state:
             # With a memory budget, synthesis workers start only as partitions are admitted
@@ -293,6 +299,11 @@ class Engine:
         """Numba threads per synthesis worker: a share of the cores each (at least one), so N
         workers do not oversubscribe the cores."""
         return max(1, (os.cpu_count() or 1) // max(1, self.config.partition_workers))
+
+    def _synth_cpus(self, n: int) -> tuple[int, ...] | None:
+        """The CPUs of the n-th synthesis worker: its GPU's share of its NUMA node (placement
+        off: None, unbound)."""
+        return self.placement.worker_cpus(n) if self.placement is not None else None
 
     def _spawn_synth(self) -> Worker:
         w = self._workers.spawn_synth()

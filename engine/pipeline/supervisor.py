@@ -79,7 +79,10 @@ class Supervisor:
         on_prover_started: Callable[[Worker], None],
         on_give_up: Callable[[Worker, str], None],
         mains: WorkerMains | None = None,
+        synth_cpus: Callable[[int], tuple[int, ...] | None] | None = None,
     ) -> None:
+        """``synth_cpus(n)`` is the CPU set of the n-th synthesis worker started (NUMA
+        placement; None = unbound): its numba threads are capped at that set's size too."""
         self._ctx = ctx
         self._results = results
         self._backend = backend
@@ -88,6 +91,7 @@ class Supervisor:
         self._on_prover_started = on_prover_started
         self._on_give_up = on_give_up
         self._mains = mains or WorkerMains()
+        self._synth_cpus = synth_cpus
         self._ids = itertools.count(0)
         self._spawner: Spawner | None = None
         self.synth: list[Worker] = []
@@ -107,13 +111,16 @@ class Supervisor:
         self._spawner.start(proc)
 
     def spawn_synth(self) -> Worker:
-        name = f"synth-{next(self._ids)}"
+        n = next(self._ids)
+        name = f"synth-{n}"
         tasks = self._ctx.Queue()
-        proc = self._ctx.Process(
-            target=self._mains.synthesis,
-            args=(name, tasks, self._results, self._synth_threads(), os.getpid()),
-            name=name, daemon=True,
-        )
+        cpus = self._synth_cpus(n) if self._synth_cpus is not None else None
+        threads = self._synth_threads()
+        args: tuple[Any, ...] = (name, tasks, self._results, threads, os.getpid())
+        if cpus:
+            args = (name, tasks, self._results, max(1, min(threads, len(cpus))), os.getpid(),
+                    tuple(cpus))
+        proc = self._ctx.Process(target=self._mains.synthesis, args=args, name=name, daemon=True)
         self._start(proc)
         w = Worker(name, "synth", proc, tasks)
         self.synth.append(w)

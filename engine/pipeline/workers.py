@@ -90,12 +90,19 @@ def die_with_parent(parent_pid: int | None) -> None:
 
 
 def synthesis_main(
-    name: str, tasks: Any, results: Any, threads: int | None = None, parent_pid: int | None = None
+    name: str, tasks: Any, results: Any, threads: int | None = None, parent_pid: int | None = None,
+    cpus: tuple[int, ...] | None = None,
 ) -> None:
     """Entry point of a synthesis worker process. ``threads`` caps its numba threads: the
     engine gives each worker a share of the cores, so that N workers do not run N × cores
-    threads and starve the prover and the orchestrator of CPU."""
+    threads and starve the prover and the orchestrator of CPU. ``cpus`` (NUMA placement, see
+    engine.pipeline.placement) binds it to its GPU's node before any thread starts, so numba's
+    pool and the queue's feeder thread inherit the binding."""
     die_with_parent(parent_pid)
+    if cpus:
+        from engine.pipeline.placement import pin
+
+        pin(cpus)
     _ignore_interrupts()
     from engine.pipeline.circuits import resolve
     from engine.synthesis import eval_plan, evaluate
