@@ -156,7 +156,7 @@ def main() -> None:
         if w < 20 or h < 10:
             raise ValueError
     except ValueError:
-        raise SystemExit(f"sealtop: --size {args.size!r}: give WxH, at least 20x10 (e.g. 80x24)")
+        raise SystemExit(f"sealtop: --size {args.size!r}: give WxH, at least 20x10 (e.g. 80x24)") from None
     args.size = (w, h)
     result = {"size": f"{w}x{h}", **asyncio.run(_run(args))}
     width = max(len(k) for k in result)

@@ -19,7 +19,8 @@ engine does not drive the console's CPU use.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from textual import on
 from textual.app import App, SystemCommand

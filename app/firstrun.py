@@ -15,8 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # engine/warmup.py's steps: four kernel groups (fr vectors, ntt, g1, g2), then synthesis; each
 # finished step is a line that starts with two spaces.

@@ -8,7 +8,8 @@ a missing compiled dependency).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class EngineUnavailable(Exception):
@@ -27,7 +28,8 @@ def find_engine_class() -> type:
 
 def load_config(path: str | None) -> Any:
     """The engine config from a TOML file, or the defaults; raises the engine's ConfigError."""
-    from engine.config import EngineConfig, load_config as _load
+    from engine.config import EngineConfig
+    from engine.config import load_config as _load
 
     return _load(path) if path else EngineConfig()
 

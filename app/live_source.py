@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engine.stream.recorder import RecordingError, SessionRecorder
 from engine.stream.schema import Event, console

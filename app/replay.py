@@ -12,8 +12,8 @@ import bisect
 import copy
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from app.state import DashboardState, apply
 from engine.stream.schema import Event
@@ -40,7 +40,7 @@ def seek_target(where: str, duration: float) -> float:
     return min(t, duration)
 
 
-def control_bar(c: "ReplayController", width: int = 40) -> str:
+def control_bar(c: ReplayController, width: int = 40) -> str:
     """The replay control bar: play state, speed, clock, a progress bar and the keys."""
     frac = c.clock / c.duration if c.duration else 1.0
     full = int(round(frac * width))

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from app import history as _history
 from engine.stream.fold import (
-    ABC_BYTES_PER_CONSTRAINT,
     Fold,
     JobRecord,
     PartitionRecord,
@@ -27,7 +27,7 @@ from engine.stream.schema import (
     CANCELLED,
     FAILED,
     HOLDING_STAGES,
-    STAGES,
+    STAGES,  # noqa: F401 - the widgets read it from here (app/widgets/gantt.py)
     TIMER_KEYS,
     Event,
 )

@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("textual")  # the device machine has no Textual: skip, so -m gpu collects there
 
+from test_app_fakes import FakeEngine
+
 from app.console import SealtopApp
 from app.main import build_app, is_console, main
 from app.screens.dashboard import DashboardScreen
@@ -20,7 +22,6 @@ from app.screens.help import HelpScreen, binding_rows
 from app.session_io import load_session
 from app.state import reduce
 from app.widgets.proofs import ProofsTable
-from test_app_fakes import FakeEngine
 
 DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "session_fixture.jsonl"

@@ -60,9 +60,10 @@ def test_progress_line_has_a_bar_steps_and_elapsed():
 
 async def test_header_clock_runs_from_the_app_start():
     pytest.importorskip("textual")
+    from test_app_fakes import FakeEngine
+
     from app.console import SealtopApp
     from app.widgets.header import HeaderBar
-    from test_app_fakes import FakeEngine
 
     eng = FakeEngine()
     gate = threading.Event()

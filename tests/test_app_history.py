@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from app import history as H
-from app.state import DashboardState, apply, reduce
 from app.session_io import load_session
+from app.state import DashboardState, apply, reduce
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 

@@ -9,11 +9,12 @@ import pytest
 
 pytest.importorskip("textual")
 
+from test_app_fakes import FakeEngine  # noqa: E402
+
 from app.console import SealtopApp  # noqa: E402
 from app.session_io import load_session  # noqa: E402
 from app.widgets.eventlog import EventLog  # noqa: E402
 from app.widgets.proofs import ProofsTable  # noqa: E402
-from test_app_fakes import FakeEngine  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 SIZE = (120, 40)

@@ -14,14 +14,14 @@ import pytest
 
 pytest.importorskip("textual")
 
+from test_app_fakes import FakeEngine  # noqa: E402
 from textual.geometry import Region  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
 from app.session_io import load_session  # noqa: E402
 from app.widgets.header import HeaderBar  # noqa: E402
-from app.widgets.proofs import ProofsTable  # noqa: E402
 from app.widgets.proofrows import fit_columns  # noqa: E402
-from test_app_fakes import FakeEngine  # noqa: E402
+from app.widgets.proofs import ProofsTable  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 SIZES = [(80, 24), (120, 40), (200, 60)]

@@ -14,12 +14,13 @@ import pytest
 pytest.importorskip("textual")  # the device machine has no Textual
 engine_mod = pytest.importorskip("engine.pipeline.engine")
 
+from engine_faults import Faults, engine  # noqa: E402
+
 from app.console import SealtopApp  # noqa: E402
+from app.replay import ReplayController  # noqa: E402
 from app.session_io import load_session  # noqa: E402
 from app.widgets.proofs import ProofsTable  # noqa: E402
-from app.replay import ReplayController  # noqa: E402
 from engine.config import EngineConfig  # noqa: E402
-from engine_faults import Faults, engine  # noqa: E402
 
 SIZE = (160, 48)
 TIMEOUT = 240.0  # first run: JIT compilation and key generation on a 2-core machine

@@ -12,11 +12,11 @@ import pytest
 pytest.importorskip("pytest_textual_snapshot")
 
 from pytest_textual_snapshot import SVGImageExtension  # noqa: E402
+from test_app_fakes import FakeEngine  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
 from app.main import build_app  # noqa: E402
 from app.session_io import load_session  # noqa: E402
-from test_app_fakes import FakeEngine  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "session_fixture.jsonl"

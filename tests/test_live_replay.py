@@ -11,13 +11,14 @@ import pytest
 
 pytest.importorskip("textual")
 
+from test_app_fakes import FakeEngine  # noqa: E402
+
 from app.console import SealtopApp  # noqa: E402
 from app.replay import ReplayController  # noqa: E402
 from app.session_io import load_session  # noqa: E402
 from app.state import DashboardState, reduce  # noqa: E402
 from engine.stream.reader import read_recording  # noqa: E402
 from engine.stream.schema import SCHEMA_VERSION  # noqa: E402
-from test_app_fakes import FakeEngine  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 SIZE = (160, 48)

@@ -88,7 +88,7 @@ class EventLog(ScrollView, can_focus=True):
         base = self.rich_style
         index = y + scroll_y
         if not self._entries and y == 0:
-            words = "no lines match “%s”" % self.search_text if self.search_text else "no events yet"
+            words = f"no lines match “{self.search_text}”" if self.search_text else "no events yet"
             return Strip([Segment(words, base + self.app.console.get_style("dim"))]).crop_extend(
                 0, width, base)
         if not 0 <= index < len(self._entries):

@@ -25,19 +25,19 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from app.state import DashboardState, JobState
+from app.widgets.base import set_virtual_size
 from app.widgets.proofrows import (
     BAR_WIDTH,
     COLUMNS,
-    PAD,
     DESCENDING_FIRST,
     MAX_ROWS,
+    PAD,
     SORTABLE,
     Row,
     RowBuilder,
     fit_columns,
     ordered_jobs,
 )
-from app.widgets.base import set_virtual_size
 from app.widgets.render import Palette
 
 __all__ = ["COLUMNS", "SORTABLE", "MAX_ROWS", "ProofsTable"]

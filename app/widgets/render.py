@@ -7,8 +7,8 @@ to bold/reverse and stages are told apart by glyph.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from rich._ratio import ratio_distribute
 from rich.text import Text
@@ -44,7 +44,7 @@ class Palette:
     seg: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_theme(cls, theme) -> "Palette":
+    def from_theme(cls, theme) -> Palette:
         """Build from a textual Theme (or None for plain defaults)."""
         if theme is None:
             return cls()
