@@ -1,10 +1,12 @@
 """NUMA placement of each GPU's synthesis workers, on fake sysfs trees (tmp_path) of 1, 2 and 4
-GPUs over 1 and 2 nodes, with what sysfs leaves out; and the worker's pin on this machine."""
+GPUs over 1 and 2 nodes, with what sysfs leaves out; the worker's pin on this machine; and the
+engine with two device provers on it (placement and each prover's own key, made at once)."""
 
 from __future__ import annotations
 
 import os
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -162,8 +164,9 @@ def test_pin_binds_this_process_within_its_affinity_and_refuses_nothing_silently
 
 
 # -- the engine on this machine (one node, no GPU): placement on, real workers, real proofs ---
-# Every other engine test runs with the default numa_placement = "auto" too; the engine runs here
-# cost ~20 s each on 2 cores, so one is in CI and the other two behind SEALTOP_HEAVY=1.
+# Every other engine test runs with the default numa_placement = "auto" too; an engine run here
+# costs ~20-30 s on 2 cores, so one (two GPUs: placement and keys) is in CI, two behind
+# SEALTOP_HEAVY=1.
 
 heavy = pytest.mark.skipif(not os.environ.get("SEALTOP_HEAVY"),
                            reason="set SEALTOP_HEAVY=1 (about 20 s each on 2 cores)")
@@ -219,22 +222,95 @@ def test_this_hosts_plan_is_one_node_and_every_allowed_cpu():
     assert host_plan([None], "off") is None
 
 
-def test_workers_are_bound_to_their_gpus_node(params, monkeypatch, tmp_path):
-    """A two-node host with one CPU per node (of this machine's CPUs): worker 0 runs on the
-    first, worker 1 on the second, the engine says so, and the job still verifies."""
+def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path, monkeypatch):
+    """Two GPUs on two NUMA nodes, as far as this 2-core machine can show it.
+
+    The engine runs one prover per listed device only on a device backend (on the cpu backend
+    ``devices`` collapses to the one ``cpu0``), and no machine here has two GPUs. So a
+    cpu-backend Engine is given two device provers through its ``_devices`` (``gpu0``, ``gpu1``:
+    real processes whose cpu backend ignores the device number), the device key source that the
+    cuda backend picks when the disk cannot hold the key (each prover generates its key itself,
+    in its own process), and a fake two-node sysfs with one of this machine's CPUs per node.
+    Then: synthesis worker 0 runs on the first CPU and worker 1 on the second, the engine says
+    the placement, both keys are made concurrently with progress lines naming their prover, and
+    the job's proof verifies."""
+    import queue as _queue
+
+    from engine.config import EngineConfig
+    from engine.groth16.setup import INSECURE_LABEL
+    from engine.pipeline import proving
+    from engine.pipeline.engine import Engine, Job
+    from engine.pipeline.shm import list_ours, prefix_for
+
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         pytest.skip("needs two CPUs to place two workers apart")
     a, b = allowed[0], allowed[1]
-    _host(tmp_path, [[a], [b]], {_pci(0): 0, _pci(1): 1})
-    fake = plan([0, 1], {0: _nvml_id(0), 1: _nvml_id(1)}, tmp_path, tuple(allowed))
+    sysfs = tmp_path / "host"
+    _host(sysfs, [[a], [b]], {_pci(0): 0, _pci(1): 1})
+    fake = plan([0, 1], {0: _nvml_id(0), 1: _nvml_id(1)}, sysfs, tuple(allowed))
     import engine.pipeline.engine as engine_mod
 
-    monkeypatch.setattr(engine_mod, "host_plan", lambda devices, mode: fake)
-    eng, evs, lines, affinity = _prove_tiny(params)
-    assert _verified(evs) == [True]
+    seen: list[list] = []
+
+    def host_plan(devices, mode):
+        seen.append(list(devices))
+        return fake
+
+    def device_choice(circuit, cache_dir, backend_name="cpu", progress=None, damaged="refuse",
+                      devices=None, slots=1):
+        return proving.device_source(circuit, str(proving.circuit_dir(cache_dir))), None
+
+    monkeypatch.setattr(engine_mod, "host_plan", host_plan)
+    monkeypatch.setattr(proving, "key_source", device_choice)
+    preset = "chain-256"
+    lines: list[tuple[float, str]] = []
+    cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
+                       param_cache=str(tmp_path / "params"), sample_interval_s=0.1)
+    eng = Engine(cfg, progress=lambda line: lines.append((time.monotonic(), line)))
+    eng._devices = [0, 1]  # the seam described above
+    q = eng.subscribe()
+    eng.start()
+    try:
+        pids = eng.worker_pids()
+        assert {"gpu0", "gpu1"} <= set(pids)
+        affinity = {n: tuple(sorted(os.sched_getaffinity(p))) for n, p in pids.items()
+                    if n.startswith("synth-")}
+        eng.submit(Job(preset, 4, seed=random.randrange(1, 2**31)))
+        assert eng.wait_idle(240), "the job did not finish"
+    finally:
+        eng.stop()
+    evs = []
+    while True:
+        try:
+            evs.append(q.get_nowait())
+        except _queue.Empty:
+            break
+    assert list_ours(prefix_for(os.getpid())) == []  # nothing left in /dev/shm
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and done[0]["verified"], done
+
+    # placement: planned for both devices, worker N on GPU N's node, said once
+    assert seen == [[0, 1]]
     assert affinity == {"synth-0": (a,), "synth-1": (b,)}
-    assert "placement over 2 NUMA node(s): gpu0 node 0 1 CPUs, gpu1 node 1 1 CPUs" in lines
+    said = [ln for _, ln in lines if ln.startswith("placement over")]
+    assert said == ["placement over 2 NUMA node(s): gpu0 node 0 1 CPUs, gpu1 node 1 1 CPUs"]
+
+    # keys per device: one making each, named by its prover, overlapping in time
+    spans = {}
+    for prover in ("gpu0", "gpu1"):
+        mine = [(t, ln) for t, ln in lines if ln.startswith(f"{prover}: ")]
+        start = [t for t, ln in mine if INSECURE_LABEL in ln and "generating" in ln]
+        made = [t for t, ln in mine if f"proving key for {preset} generated in memory" in ln]
+        assert len(start) == 1 and len(made) == 1, lines
+        spans[prover] = (start[0], made[0])
+    (s0, e0), (s1, e1) = spans["gpu0"], spans["gpu1"]
+    assert s0 < e1 and s1 < e0, spans  # each began before the other ended
+    key_lines = [ln for _, ln in lines if "generat" in ln]
+    assert key_lines and all(ln.split(":")[0] in ("gpu0", "gpu1") for ln in key_lines), key_lines
+    provers = {e["worker"].split("/")[0] for e in evs if e["kind"] == "stage" and e["stage"] == "gpu"}
+    assert provers and provers <= {"gpu0", "gpu1"}, provers
+    assert not list(tmp_path.rglob("*.pk"))  # no key file: each prover made its own
 
 
 @heavy
