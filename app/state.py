@@ -31,6 +31,7 @@ from engine.stream.schema import (
     TIMER_KEYS,
     Event,
 )
+from kernels.textfmt import fmt_bytes
 
 # The console's names for the fold's records (engine/stream/fold.py): one record type each,
 # shared with the headless summaries.
@@ -40,8 +41,6 @@ JobState = JobRecord
 # Other config values worth showing beside them when present.
 SHOWN_CONFIG = ("gpu_slots_per_device", "permit_release", "dealloc", "abc_eval", "backend", "preset")
 # Accepted spellings of the memory budget in a config.
-BUDGET_KEYS = ("memory_budget", "memory_budget_bytes")
-
 HISTORY = 120  # points kept per sparkline: one per sample event
 LOG_LINES = 500  # event-log entries kept
 THROUGHPUT_WINDOW_S = 60.0  # proofs/min is measured over this trailing window
@@ -318,11 +317,9 @@ def knobs_from_config(config: dict) -> dict[str, Any]:
         v = find_config_value(config, k)
         if v is not None:
             knobs[k] = v
-    for k in BUDGET_KEYS:
-        v = find_config_value(config, k)
-        if v is not None:
-            knobs["memory_budget"] = v
-            break
+    v = find_config_value(config, "memory_budget")
+    if v is not None:
+        knobs["memory_budget"] = v
     return knobs
 
 
@@ -488,18 +485,11 @@ def _knob(state: DashboardState, ev: Event, t: float) -> None:
     new = ev.get("new")
     old = ev.get("old")
     source = ev.get("source", "operator")
-    if name in ("paused", "pause"):
+    if name == "paused":
         state.paused = bool(new)
         _log(state, t, "knob", f"{_on_host(ev)}engine {'paused' if state.paused else 'resumed'} "
              f"({source})")
         return
-    if name in ("state", "engine_state"):
-        state.paused = new == "paused"
-        state.stopped = new == "stopped"
-        _log(state, t, "knob", f"engine {new} ({source})")
-        return
-    if name in BUDGET_KEYS and name != "memory_budget":
-        new, old, name = budget_bytes(new), budget_bytes(old), "memory_budget"
     state.knobs[name] = new
     _log(state, t, "knob", f"{_on_host(ev)}{name}: {_fmt_val(name, old)} → {_fmt_val(name, new)} "
          f"({source})")
@@ -545,20 +535,6 @@ _HANDLERS = {
 def proc_label(p: dict) -> str:
     role = p.get("role") or "proc"
     return f"{role}:{p.get('pid', '?')}"
-
-
-def fmt_bytes(n: int | float | None) -> str:
-    """Binary units, three significant figures: 1.50 GiB, 768 MiB, N/A for None."""
-    if n is None:
-        return "N/A"
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(n)} B"
-            return f"{n:.3g} {unit}" if abs(n) >= 100 else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n:.2f} TiB"
 
 
 def fmt_ms(ms: float | None) -> str:
