@@ -96,6 +96,11 @@ def test_each_gpu_gets_its_own_nodes_cpus_split_among_the_gpus_there(tmp_path, n
         assert sum(len(s) for s in shares) == len(nodes[node])  # and none twice
         sizes = [len(s) for s in shares]
         assert max(sizes) - min(sizes) <= 1
+    # a prover runs on its whole node; unbound (None) where that node is every allowed CPU
+    for g in p.gpus:
+        assert g.node_cpus == tuple(nodes[g.node])
+        assert p.prover_cpus(g.device) == (None if n_nodes == 1 else tuple(nodes[g.node]))
+    assert p.prover_cpus(99) is None
     # worker N of the pool runs on GPU N mod the number of GPUs
     for w in range(3 * n_gpus):
         assert p.worker_cpus(w) == p.gpus[w % n_gpus].cpus
@@ -276,6 +281,8 @@ def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path
         assert {"gpu0", "gpu1"} <= set(pids)
         affinity = {n: tuple(sorted(os.sched_getaffinity(p))) for n, p in pids.items()
                     if n.startswith("synth-")}
+        threads = {n: {tuple(sorted(os.sched_getaffinity(int(t))))
+                       for t in os.listdir(f"/proc/{pids[n]}/task")} for n in ("gpu0", "gpu1")}
         eng.submit(Job(preset, 4, seed=random.randrange(1, 2**31)))
         assert eng.wait_idle(240), "the job did not finish"
     finally:
@@ -293,6 +300,7 @@ def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path
     # placement: planned for both devices, worker N on GPU N's node, said once
     assert seen == [[0, 1]]
     assert affinity == {"synth-0": (a,), "synth-1": (b,)}
+    assert threads == {"gpu0": {(a,)}, "gpu1": {(b,)}}  # every thread of each prover, on its node
     said = [ln for _, ln in lines if ln.startswith("placement over")]
     assert said == ["placement over 2 NUMA node(s): gpu0 node 0 1 CPUs, gpu1 node 1 1 CPUs"]
 

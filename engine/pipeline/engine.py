@@ -151,7 +151,7 @@ class Engine:
         self._workers = Supervisor(
             self._ctx, self._results, self._backend, config.gpu_slots_per_device,
             self._synth_threads, self._prover_started, self._gave_up, mains,
-            synth_cpus=self._synth_cpus,
+            synth_cpus=self._synth_cpus, prover_cpus=self._prover_cpus,
         )
         self.placement: Placement | None = None  # set by start() (numa_placement = "auto")
         self._stall = StallWatch(self.config.stall_after_s)
@@ -304,6 +304,10 @@ class Engine:
         """The CPUs of the n-th synthesis worker: its GPU's share of its NUMA node (placement
         off: None, unbound)."""
         return self.placement.worker_cpus(n) if self.placement is not None else None
+
+    def _prover_cpus(self, dev: int | None) -> tuple[int, ...] | None:
+        """The CPUs of device ``dev``'s prover: its NUMA node's (None: unbound)."""
+        return self.placement.prover_cpus(dev) if self.placement is not None else None
 
     def _spawn_synth(self) -> Worker:
         w = self._workers.spawn_synth()

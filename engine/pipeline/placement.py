@@ -2,8 +2,10 @@
 
 On a host with several sockets a GPU hangs off one of them (its PCI root complex), and a
 synthesis worker that writes a partition's a, b, c on the far socket pays the interconnect twice
-(its own memory traffic, then the prover's pread into pinned staging). So each GPU gets the CPUs
-of its own NUMA node, and where several GPUs share a node its cores are split between them.
+(its own memory traffic, then the prover's pread into pinned staging). So each GPU's synthesis
+workers get the CPUs of its own NUMA node, split between the GPUs that share a node, and its
+prover runs on the whole node, so the pinned staging buffers it allocates (first touched there)
+are on the GPU's side of the interconnect.
 
 The topology is read from sysfs (a root other than "/" lets the tests build a fake tree):
 each GPU's PCI address (from NVML) names /sys/bus/pci/devices/<addr>/numa_node and
@@ -109,12 +111,15 @@ def gpu_node(pci: str | None, root: str | os.PathLike[str] = "/"
 
 @dataclass(frozen=True)
 class GpuPlace:
-    """One GPU's place: its PCI address and node (None = unknown) and the CPUs its workers get."""
+    """One GPU's place: its PCI address and node (None = unknown), the CPUs its synthesis
+    workers get (its share of the node) and those its prover runs on (the whole node, so the
+    pinned staging buffers it allocates and first touches are node-local)."""
 
     device: int | None
     pci: str | None
     node: int | None
     cpus: tuple[int, ...]
+    node_cpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,15 @@ class Placement:
         if not self.gpus:
             return self.allowed
         return self.gpus[index % len(self.gpus)].cpus
+
+    def prover_cpus(self, device: int | None) -> tuple[int, ...] | None:
+        """CPUs of ``device``'s prover: its node's; None where that is every allowed CPU (no
+        binding to do) or the device is not in the plan."""
+        for g in self.gpus:
+            if g.device == device:
+                cpus = g.node_cpus or g.cpus
+                return None if set(cpus) == set(self.allowed) else cpus
+        return None
 
     def describe(self) -> str:
         """One line for the session's progress: each GPU's node and CPU count."""
@@ -183,8 +197,8 @@ def plan(devices: list[int | None], pci_of: dict[int, str | None],
     for cpus, members in groups.items():
         for i, share in zip(members, _split(cpus, len(members))):
             shares[i] = share
-    gpus = tuple(GpuPlace(dev, pci, node, shares.get(i) or allowed)
-                 for i, (dev, pci, node, _) in enumerate(found))
+    gpus = tuple(GpuPlace(dev, pci, node, shares.get(i) or allowed, cpus or allowed)
+                 for i, (dev, pci, node, cpus) in enumerate(found))
     return Placement(gpus, allowed, len(nodes))
 
 
@@ -200,6 +214,26 @@ def host_plan(devices: list[int | None], mode: str) -> Placement | None:
     if mode == "off":
         return None
     return plan(devices, nvml_pci(devices))
+
+
+def bind_process(pid: int, cpus: tuple[int, ...]) -> None:
+    """Bind every thread of process ``pid`` (just started by this one) to ``cpus``; threads it
+    starts later inherit the binding from their creator. Passes until no new thread appears, as
+    one may start while the others are being bound. Refusals (the process gone) are ignored."""
+    done: set[int] = set()
+    for _ in range(4):
+        try:
+            tids = {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+        except OSError:
+            return
+        if tids <= done:
+            return
+        for tid in sorted(tids - done):
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
+        done |= tids
 
 
 def pin(cpus: tuple[int, ...] | list[int] | None) -> tuple[int, ...]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.pipeline.messages import PartKey, Stop, Task
+from engine.pipeline.placement import bind_process
 from engine.pipeline.spawner import Spawner
 from engine.pipeline.stall import StallWatch
 from engine.pipeline.workers import prover_main, synthesis_main
@@ -80,9 +81,11 @@ class Supervisor:
         on_give_up: Callable[[Worker, str], None],
         mains: WorkerMains | None = None,
         synth_cpus: Callable[[int], tuple[int, ...] | None] | None = None,
+        prover_cpus: Callable[[int | None], tuple[int, ...] | None] | None = None,
     ) -> None:
         """``synth_cpus(n)`` is the CPU set of the n-th synthesis worker started (NUMA
-        placement; None = unbound): its numba threads are capped at that set's size too."""
+        placement; None = unbound): its numba threads are capped at that set's size too.
+        ``prover_cpus(dev)`` is the CPU set device ``dev``'s prover is bound to once started."""
         self._ctx = ctx
         self._results = results
         self._backend = backend
@@ -92,6 +95,7 @@ class Supervisor:
         self._on_give_up = on_give_up
         self._mains = mains or WorkerMains()
         self._synth_cpus = synth_cpus
+        self._prover_cpus = prover_cpus
         self._ids = itertools.count(0)
         self._spawner: Spawner | None = None
         self.synth: list[Worker] = []
@@ -136,6 +140,9 @@ class Supervisor:
             name=name, daemon=True,
         )
         self._start(proc)
+        cpus = self._prover_cpus(dev) if self._prover_cpus is not None else None
+        if cpus and proc.pid is not None:  # before its backend starts threads (they inherit it)
+            bind_process(proc.pid, cpus)
         w = Worker(name, "prover", proc, tasks, device=dev)
         self.provers[name] = w
         self._on_prover_started(w)
