@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.pipeline.placement import (
+    cpulist_text,
     gpu_node,
     node_cpus,
     parse_cpulist,
@@ -63,6 +64,8 @@ def test_cpulists_parse_as_the_kernel_writes_them():
     for _ in range(50):
         cpus = sorted(rng.sample(range(256), rng.randint(1, 40)))
         assert parse_cpulist(_ranges(cpus) + "\n") == tuple(cpus)
+        assert cpulist_text(tuple(cpus)) == _ranges(cpus)  # and written back the same way
+    assert cpulist_text(()) == "none"
     assert parse_cpulist("") == ()
     for bad in ("a-b", "3-1", "1,,x", "-4"):
         with pytest.raises(ValueError):

@@ -45,6 +45,19 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
+def cpulist_text(cpus: tuple[int, ...]) -> str:
+    """``cpus`` written as sysfs writes a list ("0-3,8"); "none" for the empty set."""
+    if not cpus:
+        return "none"
+    runs: list[list[int]] = [[cpus[0], cpus[0]]]
+    for c in cpus[1:]:
+        if c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text()
