@@ -15,9 +15,11 @@ by :func:`general_capacity`, and the prover evaluates a, b, c where H runs.
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numba import njit, prange
@@ -125,7 +127,38 @@ class EvalPlan:
 
 
 def eval_plan(r: R1CS) -> EvalPlan:
-    return EvalPlan((coef_tags(r.A), coef_tags(r.B), coef_tags(r.C)))
+    """The circuit's coefficient tags. When the matrices are memory-mapped from a circuit cache
+    entry (engine.circuit.builder.load_shape), the tags are kept in that entry too and mapped:
+    every synthesis worker then shares one copy in the page cache (1 B per nonzero: 0.72 GiB of
+    anonymous memory per worker at porep-32g otherwise) and only the first process ever makes
+    them."""
+    return EvalPlan((_cached_tags(r.A, "A"), _cached_tags(r.B, "B"), _cached_tags(r.C, "C")))
+
+
+def _cached_tags(m: CSR, name: str) -> np.ndarray:
+    """coef_tags(m), read from ``{name}_tags.npy`` beside the mapped matrix when it is there
+    (made and saved there when not); plain coef_tags where the matrix is not a mapped file or
+    the entry cannot be written."""
+    filename = getattr(m.data, "filename", None)
+    if not filename or not m.nnz:
+        return coef_tags(m)
+    path = Path(filename).with_name(f"{name}_tags.npy")
+    try:
+        tags = np.load(path, mmap_mode="r")
+        if tags.shape == (m.nnz,) and tags.dtype == np.int8:
+            return tags
+    except (OSError, ValueError):  # not made yet (or unreadable): make it
+        pass
+    tags = coef_tags(m)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    try:  # written whole under another name, then renamed: a reader never sees half a file
+        with open(tmp, "wb") as f:
+            np.save(f, tags)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return tags
+    return np.load(path, mmap_mode="r")
 
 
 def alloc_abc(r: R1CS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -84,3 +84,37 @@ def test_orchestrator_keeps_the_matrices_mapped(tmp_path: Path) -> None:
     # both processes derive the same statements and sizes, and different seeds differ
     assert built["publics"] == loaded["publics"] and built["sizes"] == loaded["sizes"]
     assert built["publics"][0] != built["publics"][2] and built["publics"][0] != built["publics"][1]
+
+
+def test_coefficient_tags_are_shared_from_the_cache_entry(tmp_path: Path) -> None:
+    """A synthesis worker's coefficient tags (1 B per nonzero, 0.72 GiB a worker at porep-32g)
+    are kept in the circuit's cache entry and memory-mapped, equal to tags computed from the
+    coefficients as Python integers; an in-memory circuit still gets them computed."""
+    import random
+
+    import numpy as np
+
+    from engine.circuit.porep import build_porep
+    from engine.synthesis import eval_plan
+    from kernels.constants import R_MOD
+    from kernels.cpu.convert import from_mont_fr
+
+    built = build_porep("tiny", tmp_path)
+    plan = eval_plan(built.r1cs)
+    entry = Path(built.r1cs.A.data.filename).parent
+    assert sorted(p.name for p in entry.glob("*_tags.npy")) == ["A_tags.npy", "B_tags.npy", "C_tags.npy"]
+    again = eval_plan(build_porep("tiny", tmp_path).r1cs)  # another process's view: the files
+    rnd = random.Random()
+    seen: set[int] = set()
+    for m, tags, other in zip((built.r1cs.A, built.r1cs.B, built.r1cs.C), plan.tags, again.tags):
+        assert isinstance(other, np.memmap) and not other.flags.writeable
+        assert np.array_equal(tags, other) and tags.shape == (m.nnz,)
+        ks = rnd.sample(range(m.nnz), min(m.nnz, 300))
+        coefs = from_mont_fr(np.asarray(m.data)[ks])
+        want = [1 if v == 1 else 2 if v == R_MOD - 1 else 0 for v in coefs]
+        assert [int(tags[k]) for k in ks] == want
+        seen |= set(np.unique(np.asarray(tags)).tolist())
+    assert seen == {0, 1, 2}  # general, +1 and -1 coefficients all occur
+    fresh = eval_plan(build_porep("tiny", None).r1cs)  # not mapped: computed, nothing written
+    assert not any(isinstance(t, np.memmap) for t in fresh.tags)
+    assert all(np.array_equal(a, b) for a, b in zip(fresh.tags, plan.tags))
