@@ -15,8 +15,8 @@ engine/circuit/statement.py), from which a verifier derives every public input i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -148,14 +148,16 @@ def public_from_json(obj: object, where: str) -> list[int]:
         return statement_from_json(obj, where)[1].public_inputs()
     if not isinstance(obj, list):
         raise ValueError(f"public inputs {where} must be a JSON list of decimal strings or a porep statement")
-    out = []
+    out: list[int] = []
     for v in obj:
+        n: int | None
         try:
-            out.append(int(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None)
+            n = int(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
         except ValueError:
-            out.append(None)
-        if out[-1] is None:
+            n = None
+        if n is None:
             raise ValueError(f"public inputs {where}: {v!r} is not an integer")
+        out.append(n)
     return out
 
 

@@ -95,7 +95,7 @@ class Query:
         return s if self.index is None else s[self.index]
 
 
-def _query(table: np.ndarray, backend: Backend, dense_enough: float = 0.9) -> Query:
+def _query(table: Any, backend: Backend, dense_enough: float = 0.9) -> Query:
     """The table's query; ``table`` is a host array or, for a key made in device memory, a device
     array (the kept rows are then found and gathered where it lives: one module's methods)."""
     keep = table.any(axis=1).nonzero()[0]

@@ -70,6 +70,8 @@ def vk_to_json(vk: VerifyingKey) -> dict:
 def _hex(obj: dict, key: str, size: int, where: str) -> bytes:
     val = obj.get(key)
     try:
+        if not isinstance(val, str):
+            raise TypeError(key)
         raw = bytes.fromhex(val)
     except (TypeError, ValueError):
         raise KeyFileError(f"{where}: field {key!r} is missing or not hex") from None

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,7 +28,6 @@ from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import thread_stream, to_host
 from kernels.cuda.upload import upload_stored
 from kernels.stored import StoredArray
-
 
 
 @dataclass

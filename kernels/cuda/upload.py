@@ -84,7 +84,7 @@ def upload_stored(src: StoredArray) -> Any:
             buf, done = stages[i]
             if done is not None:
                 done.synchronize()  # the copy out of this buffer has finished
-            _fill(fd, memoryview(buf)[:k], off)
+            _fill(fd, buf.data[:k], off)
             cp.cuda.runtime.memcpyAsync(out.data.ptr + off, buf.ctypes.data, k, _H2D, stream.ptr)
             ev = cp.cuda.Event(disable_timing=True)
             ev.record(stream)
