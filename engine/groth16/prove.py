@@ -37,7 +37,7 @@ from engine.groth16.sparse import matvec
 from engine.stream.schema import KERNEL_GROUPS as START_GROUPS  # named once, in the schema
 from kernels.backend import Backend
 from kernels.constants import FR_COSET_SHIFT, R_MOD
-from kernels.cpu.convert import from_mont_fr, to_mont_fr
+from kernels.cpu.convert import to_mont_fr
 
 TIMER_GROUPS = (*START_GROUPS, "b2")
 # The groups each input path runs: a, b, c uploaded, or (abc_eval = "gpu") the compact witness
@@ -219,10 +219,6 @@ def prove_finish(handle: ProveHandle) -> bytes:
         _scalar_rows([1, hd.h_scale, s, r, -r * s]),
     )
     return encode_proof_rows(np.asarray(proof_a), np.asarray(proof_b), np.asarray(proof_c))
-
-
-def public_inputs_of(pk: ProvingKey, z: np.ndarray) -> list[int]:
-    return from_mont_fr(z[1 : pk.num_inputs]) if pk.num_inputs > 1 else []
 
 
 def prove(
