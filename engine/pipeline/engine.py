@@ -250,7 +250,7 @@ class Engine:
         atexit.register(self._at_exit)
         self._await_workers()
         # a sample of the started, warm processes before any partition exists: the memory
-        # baseline that engine.summary.baseline_rss_anon reads
+        # baseline that engine.stream.summary.baseline_rss_anon reads
         self._sampler.sample_now()
         self._sampler.start()
 
