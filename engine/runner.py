@@ -311,6 +311,8 @@ def bench_pipeline(
     devices = max(1, len(cfg.devices)) if is_device_backend(backend) else 1
     slots = cfg.gpu_slots_per_device * devices
     buffers = cfg.partition_workers + cfg.gpu_channel_capacity + slots
+    if cfg.memory_budget and per_part:  # the budget admits no more partitions than fit in it
+        buffers = min(buffers, cfg.memory_budget // per_part)
     model_shm = buffers * per_part
     mm = memory_model(s.baseline_rss_anon, buffers, per_part, key_bytes, backend)
     model = mm["model_peak_bytes"]

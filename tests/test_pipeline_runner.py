@@ -253,3 +253,22 @@ def test_a_full_disk_mid_run_still_prints_every_verified_proof(tmp_path, params,
     err = capsys.readouterr().err
     cut_in_a_line = not written.read_bytes().endswith(b"\n")
     assert ("warning:" in err and "cut off" in err) == cut_in_a_line
+
+
+def test_bench_pipeline_model_counts_what_the_budget_admits(tmp_path, params):
+    """With a memory budget the model's partition term is what the budget can hold, not
+    workers + capacity + slots (a porep-32g run held 4 partitions under its budget while the
+    model counted 9)."""
+    per_part = (3 * 258 + 258) * 32  # chain-256's a, b, c and z
+    out = tmp_path / "bench.json"
+    code = bench_pipeline(
+        "chain-256", 1, str(out),
+        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 3,
+                   "partition_workers": 2, "gpu_channel_capacity": 2,
+                   "memory_budget": 2 * per_part + per_part // 2, "sample_interval_s": 0.05},
+    )
+    assert code == 0
+    rep = json.loads(out.read_text())
+    assert rep["summary"]["jobs_verified"] == 1
+    assert rep["bytes_per_partition"] == per_part
+    assert rep["partition_term_bytes"] == rep["model_peak_shm_bytes"] == 2 * per_part

@@ -173,8 +173,8 @@ def test_pin_binds_this_process_within_its_affinity_and_refuses_nothing_silently
 
 # -- the engine on this machine (one node, no GPU): placement on, real workers, real proofs ---
 # Every other engine test runs with the default numa_placement = "auto" too; an engine run here
-# costs ~20-30 s on 2 cores, so one (two GPUs: placement and keys) is in CI, two behind
-# SEALTOP_HEAVY=1.
+# costs ~20-30 s on 2 cores, so these three (two GPUs: placement and keys; one node; off) run
+# with SEALTOP_HEAVY=1 (CI's default run was over its ten minutes).
 
 heavy = pytest.mark.skipif(not os.environ.get("SEALTOP_HEAVY"),
                            reason="set SEALTOP_HEAVY=1 (about 20 s each on 2 cores)")
@@ -230,6 +230,7 @@ def test_this_hosts_plan_is_one_node_and_every_allowed_cpu():
     assert host_plan([None], "off") is None
 
 
+@heavy
 def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path, monkeypatch):
     """Two GPUs on two NUMA nodes, as far as this 2-core machine can show it.
 
