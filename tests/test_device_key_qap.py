@@ -10,11 +10,12 @@ import secrets
 import numpy as np
 import pytest
 
-from engine.groth16.qap import batch_inv, geometric, transposed_product
+from engine.groth16.qap import geometric, transposed_product
 from engine.groth16.r1cs import CSR
 from engine.groth16.sparse import matvec_transposed
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
+from kernels.cpu.fr_vec import batch_inv
 
 
 def _csr(rows: int, cols: int, rng: np.random.Generator, general: bool = True) -> tuple[CSR, list]:

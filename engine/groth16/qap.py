@@ -25,16 +25,13 @@ from engine.groth16.r1cs import CSR, R1CS
 from kernels.constants import R_MOD, root_of_unity
 from kernels.cpu.convert import to_mont_fr
 from kernels.cpu.fr import (
-    FR_ONE,
-    FR_ZERO,
     fr_add,
-    fr_inv,
-    fr_is_zero,
     fr_load,
     fr_mul,
     fr_store,
     fr_sub,
 )
+from kernels.cpu.fr_vec import batch_inv, chunk_rows
 
 
 def domain_log(num_constraints: int) -> int:
@@ -52,28 +49,6 @@ def _geometric(starts, ratio, step, out):
         for i in range(c * step, min(n, (c + 1) * step)):
             fr_store(out, i, acc)
             acc = fr_mul(acc, r)
-
-
-@njit(cache=True, parallel=True)
-def _batch_inv(a, step, out):
-    """Montgomery's trick per chunk of ``step`` rows (one inversion each); zeros map to zero."""
-    n = a.shape[0]
-    for c in prange((n + step - 1) // step):
-        lo, hi = c * step, min(n, (c + 1) * step)
-        acc = FR_ONE
-        for i in range(lo, hi):
-            fr_store(out, i, acc)
-            x = fr_load(a, i)
-            if not fr_is_zero(x):
-                acc = fr_mul(acc, x)
-        inv = fr_inv(acc)
-        for i in range(hi - 1, lo - 1, -1):
-            x = fr_load(a, i)
-            if fr_is_zero(x):
-                fr_store(out, i, FR_ZERO)
-                continue
-            fr_store(out, i, fr_mul(inv, fr_load(out, i)))
-            inv = fr_mul(inv, x)
 
 
 @njit(cache=True, parallel=True)
@@ -119,30 +94,16 @@ def _m(x: int) -> np.ndarray:
     return to_mont_fr([x])
 
 
-def _chunk(n: int) -> int:
-    """Rows per chunk: one chunk per numba thread (at least 4096 rows, so small vectors stay
-    in one or a few chunks)."""
-    return max(4096, -(-n // numba.get_num_threads()))
-
-
 def geometric(start: int, ratio: int, n: int) -> np.ndarray:
     """[start · ratio^i for i < n] as Fr storage."""
     out = np.empty((n, 4), np.uint64)
     if n:
-        step = _chunk(n)
+        step = chunk_rows(n)
         jump = pow(ratio, step, R_MOD)
         starts = [start % R_MOD]
         while len(starts) * step < n:
             starts.append(starts[-1] * jump % R_MOD)
         _geometric(to_mont_fr(starts), _m(ratio), step, out)
-    return out
-
-
-def batch_inv(a: np.ndarray) -> np.ndarray:
-    """Elementwise inverse of an Fr vector (zeros map to zero), a chunk per thread."""
-    out = np.empty_like(a)
-    if len(a):
-        _batch_inv(np.ascontiguousarray(a), _chunk(len(a)), out)
     return out
 
 

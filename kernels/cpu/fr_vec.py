@@ -1,5 +1,6 @@
 """Elementwise Fr vector kernels over uint64[n, 4] (Montgomery), parallel across cores."""
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -34,24 +35,33 @@ def _mul(a, b, out):
         fr_store(out, i, fr_mul(fr_load(a, i), fr_load(b, i)))
 
 
-@njit(cache=True)
-def _batch_inv(a, out):
-    """Montgomery's trick: one inversion and 3(n-1) multiplications; zeros map to zero."""
+@njit(cache=True, parallel=True)
+def _batch_inv(a, step, out):
+    """Montgomery's trick per chunk of ``step`` rows (one inversion and 3(step-1)
+    multiplications each, the chunks on numba's threads); zeros map to zero."""
     n = a.shape[0]
-    acc = FR_ONE
-    for i in range(n):
-        fr_store(out, i, acc)
-        x = fr_load(a, i)
-        if not fr_is_zero(x):
-            acc = fr_mul(acc, x)
-    inv = fr_inv(acc)
-    for i in range(n - 1, -1, -1):
-        x = fr_load(a, i)
-        if fr_is_zero(x):
-            fr_store(out, i, FR_ZERO)
-            continue
-        fr_store(out, i, fr_mul(inv, fr_load(out, i)))
-        inv = fr_mul(inv, x)
+    for c in prange((n + step - 1) // step):
+        lo, hi = c * step, min(n, (c + 1) * step)
+        acc = FR_ONE
+        for i in range(lo, hi):
+            fr_store(out, i, acc)
+            x = fr_load(a, i)
+            if not fr_is_zero(x):
+                acc = fr_mul(acc, x)
+        inv = fr_inv(acc)
+        for i in range(hi - 1, lo - 1, -1):
+            x = fr_load(a, i)
+            if fr_is_zero(x):
+                fr_store(out, i, FR_ZERO)
+                continue
+            fr_store(out, i, fr_mul(inv, fr_load(out, i)))
+            inv = fr_mul(inv, x)
+
+
+def chunk_rows(n: int) -> int:
+    """Rows per chunk for a vector of n rows: one chunk per numba thread, at least 4096 rows
+    (so small vectors stay in one or a few chunks and pay one inversion each)."""
+    return max(4096, -(-n // numba.get_num_threads()))
 
 
 def _check(*arrays: np.ndarray) -> None:
@@ -90,5 +100,6 @@ def sqr(a: np.ndarray) -> np.ndarray:
 def batch_inv(a: np.ndarray) -> np.ndarray:
     _check(a)
     out = np.empty_like(a)
-    _batch_inv(np.ascontiguousarray(a), out)
+    if len(a):
+        _batch_inv(np.ascontiguousarray(a), chunk_rows(len(a)), out)
     return out
