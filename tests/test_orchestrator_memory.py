@@ -81,9 +81,12 @@ def test_orchestrator_keeps_the_matrices_mapped(tmp_path: Path) -> None:
     assert built["resolve"] - program < csr // 2, (built, program)
     assert loaded["resolve"] - program < csr // 10, (loaded, program)
     assert built["after"] < built["resolve"] + csr // 2  # public inputs, key path, sizes
-    # both processes derive the same statements and sizes, and different seeds differ
+    # both processes derive the same statements and sizes; different seeds are different
+    # sectors, and a sector's partitions share its commitments (replica_id, comm_d, comm_r).
+    # small challenges one node of eight, so two partitions' challenges may coincide.
     assert built["publics"] == loaded["publics"] and built["sizes"] == loaded["sizes"]
-    assert built["publics"][0] != built["publics"][2] and built["publics"][0] != built["publics"][1]
+    assert built["publics"][0][:3] != built["publics"][2][:3]
+    assert built["publics"][0][:3] == built["publics"][1][:3]
 
 
 def test_coefficient_tags_are_shared_from_the_cache_entry(tmp_path: Path) -> None:
