@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+pytest.importorskip("textual")  # the widgets import Textual (absent on the GPU machine)
+
 from app.state import DashboardState, fmt_bytes
 from app.widgets.memory import budget_line, proc_order
 from app.widgets.render import Palette
