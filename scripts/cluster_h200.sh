@@ -7,7 +7,8 @@
 #                                                   tiny jobs, to check the script's logic
 #
 # Steps (each under `timeout`, the whole run about 6 minutes at most on a fresh machine):
-#   install   dask, distributed (and their dependencies) from .whl/cluster, tomlkit from .whl,
+#   install   dask, distributed (and their dependencies) from .whl/cluster, tomlkit and the
+#             oracle (py_arkworks_bls12381: the clients verify every proof) from .whl,
 #             into /tmp/site-cluster: `pip install --no-index --find-links` (no network there)
 #   numba     engine.warmup: numba's cache compiled once before the hosts start
 #   farm      `sealtop cluster scheduler` on 127.0.0.1; the GPU host `gpu` (backend cuda, one
@@ -97,7 +98,7 @@ memory_budget = 0'
   cpu_workers=2
   say "install: dask, distributed from .whl/cluster"
   timeout "$(cap 120)" "$py" -m pip install -q --no-index --no-compile --no-cache-dir --target /tmp/site-cluster \
-    --find-links .whl/cluster --find-links .whl dask distributed tomlkit > "$out/install.log" 2>&1 \
+    --find-links .whl/cluster --find-links .whl dask distributed tomlkit py_arkworks_bls12381 > "$out/install.log" 2>&1 \
     || { say "install failed (install.log)"; exit 2; }
   export PYTHONPATH=/tmp/site-cluster:.
   export CUPY_CACHE_DIR=$root/.cupycache
@@ -178,7 +179,7 @@ farm_bench warm_large 200 "$large" 1 "$need_large" 2 & w1=$!
 farm_bench warm_small 200 "$small" 1 "$need_small" 1 & w2=$!
 wait $w1; r1=$?; wait $w2; r2=$?
 say "warm: exit $r1 (large), $r2 (small)"
-[ $r1 = 0 ] && [ $r2 = 0 ] || { say "warm-up failed (warm_*.log)"; exit 1; }
+[ $r1 = 0 ] && [ $r2 = 0 ] || { say "warm-up failed:"; tail -n 3 "$out"/warm_*.log | tee -a "$out/steps.txt"; exit 1; }
 
 # ---- mix: large and small jobs at once, placed by resources --------------------------------
 say "mix: $LARGE_JOBS $large jobs (needs $need_large) and $SMALL_JOBS $small jobs (needs $need_small) at once"
