@@ -241,7 +241,8 @@ class SealtopApp(App):
     @on(EngineStatus)
     def _on_engine_status(self, message: EngineStatus) -> None:
         self.source.on_status(message.text, message.level, message.engine, message.state)
-        self.screen.refresh_bindings()  # tuning keys become available (or not)
+        if self.screen_stack:  # a status can arrive while the app closes, its screens gone
+            self.screen.refresh_bindings()  # tuning keys become available (or not)
 
     @on(SubmitDone)
     def _on_submit_done(self, message: SubmitDone) -> None:
