@@ -212,7 +212,7 @@ def _overrides(pairs: Sequence[str]) -> dict:
 
 
 def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
-    from engine.runner import bench_matrix, bench_pipeline
+    from engine.runner import Bench, bench_matrix, bench_pipeline
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
@@ -225,10 +225,8 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
 
         if args.matrix:
             raise CliError("--matrix runs on one machine; leave out --cluster")
-        return bench_cluster(args.preset, args.jobs, args.json, args.config, overrides, args.record,
+        return bench_cluster(Bench(args.preset, args.jobs, args.json, args.config, overrides,
+                                   args.record),
                              cluster_address(args.cluster))
-    if args.matrix:
-        return bench_matrix(args.matrix, args.preset, args.jobs, args.json, args.config, overrides,
-                            args.record, how)
-    return bench_pipeline(args.preset, args.jobs, args.json, args.config, overrides, args.record,
-                          how)
+    b = Bench(args.preset, args.jobs, args.json, args.config, overrides, args.record, how)
+    return bench_matrix(args.matrix, b) if args.matrix else bench_pipeline(b)

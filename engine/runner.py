@@ -18,8 +18,9 @@ import os
 import queue
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from engine import signals
 from engine.atomic import atomic_write
@@ -86,7 +87,7 @@ def _id_ranges(ids: list[int]) -> str:
     return ", ".join(out)
 
 
-class _Sinks:
+class Sinks:
     """The headless run's tap: every event into a list (the summaries) and, when asked, a
     session file and the progress lines. A recording that fails is said in one line and the run
     goes on; ``record_failed`` tells the exit status."""
@@ -119,23 +120,24 @@ class _Sinks:
     def _sink_failed(self, sink: SinkStats, exc: BaseException) -> None:
         if sink.name == "recorder":
             self.record_failed = True
-            _say(f"sealtop: {sink.error}; the run goes on without its recording")
+            say(f"sealtop: {sink.error}; the run goes on without its recording")
         else:
-            _say(f"sealtop: warning: the {sink.name} output stopped: {sink.error}")
+            say(f"sealtop: warning: the {sink.name} output stopped: {sink.error}")
 
     def finish(self) -> list[dict]:
         """Deliver what is left, close the sinks (the recorder is synced and closed)."""
         self.tap.close()
         if self.recorder is not None and self.recorder.error is not None and not self.record_failed:
             self.record_failed = True
-            _say(f"sealtop: {self.recorder.error}; the run goes on without its recording")
+            say(f"sealtop: {self.recorder.error}; the run goes on without its recording")
         return self.events
 
     def abort(self) -> None:
         self.finish()
 
 
-def _say(msg: str) -> None:
+def say(msg: str) -> None:
+    """One line on stderr, flushed (the headless verbs' notices and refusals)."""
     print(msg, file=sys.stderr, flush=True)
 
 
@@ -150,79 +152,103 @@ def run_engine(
     says whether /metrics is served and whether the engine offers its socket to
     `sealtop attach` and `sealtop serve` for the run."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
-    from engine.pipeline.engine import Engine, EngineError
+    from engine.pipeline.engine import Engine, EngineError, Job
 
     if jobs < 1:
-        _say("sealtop: --jobs must be at least 1")
+        say("sealtop: --jobs must be at least 1")
         return 2, []
     try:
         if record is not None:
             check_target(record)
         resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
     except (PresetError, RecordingError) as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2, []
-    say = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
+    note = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
-        eng = Engine(cfg, progress=say)
+        eng = Engine(cfg, progress=note)
     except EngineError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2, []
     try:
         recorder = SessionRecorder(record) if record is not None else None
     except RecordingError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2, []
     try:
         watchers = start_watchers(eng, watch, cfg)
     except AddressError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2, []
     for line in watchers.lines:
-        _say(line)
-    try:
-        return _drive(eng, cfg, jobs, _Sinks(eng.subscribe(), recorder, progress, watchers),
-                      progress)
-    finally:
-        watchers.close()
+        say(line)
 
-
-def _drive(eng: Any, cfg: EngineConfig, jobs: int, col: _Sinks,
-           progress: TextIO | None) -> tuple[int, list[dict]]:
-    """Start the engine, submit the jobs, wait for them and stop; (exit code, events)."""
-    from engine.pipeline.engine import EngineError, Job
-
-    signals.on_again(eng.hurry)  # a second stop signal: stop now (still completing the session)
-    interrupted = False
-    try:
-        eng.start()
+    def submit() -> None:
         if progress is not None:
             print(f"engine started ({cfg.preset}, {jobs} job(s) of {cfg.partitions} partitions); "
                   "making or loading the proving key...", file=progress, flush=True)
         for i in range(jobs):
             eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed + i))
-        while not eng.wait_idle(0.5):
+
+    try:
+        return drive(eng, Sinks(eng.subscribe(), recorder, progress, watchers), jobs, submit,
+                     (ValueError, EngineError), "cancelling in-flight partitions")
+    finally:
+        watchers.close()
+
+
+class Driven(Protocol):
+    """What a headless run drives: the Engine, or the farm's client (engine/cluster/farm.py)."""
+
+    def start(self) -> None: ...
+
+    def wait_idle(self, timeout: float | None = None) -> bool: ...
+
+    def stop(self, drain: bool = True, timeout: float | None = None) -> None: ...
+
+    def hurry(self) -> None: ...
+
+
+def drive(src: Driven, sinks: Sinks, jobs: int, submit: Callable[[], None],
+          refused: tuple[type[BaseException], ...], cancelling: str,
+          late_error: Callable[[], object] = lambda: None) -> tuple[int, list[dict]]:
+    """Start ``src``, ``submit`` the jobs, wait for them and stop; (exit code, events).
+
+    The one shape of a headless run, local or on a farm: a stop signal cancels what is in
+    flight (a second one hurries), an exception of ``refused`` is bad input (one line, exit 2),
+    anything else stops ``src`` and is raised. ``late_error`` is an error ``src`` reports after
+    its stream ended (the farm lost; exit 2 unless the run was interrupted)."""
+    signals.on_again(src.hurry)  # a second stop signal: stop now (still completing the session)
+    interrupted = False
+    try:
+        src.start()
+        submit()
+        while not src.wait_idle(0.5):
             pass
         with signals.shielded():
-            eng.stop(drain=True)
+            src.stop(drain=True)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (engine.signals)
         interrupted = True
-        _say("interrupted: cancelling in-flight partitions")
+        say(f"interrupted: {cancelling}")
         with signals.shielded():
-            eng.stop(drain=False)
-    except (ValueError, EngineError) as exc:
-        _say(f"sealtop: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
-        eng.stop(drain=False)
-        return 2, col.finish()
+            src.stop(drain=False)
+    except refused as exc:
+        say(f"sealtop: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        src.stop(drain=False)
+        return 2, sinks.finish()
     except BaseException:
-        eng.stop(drain=False)
-        col.abort()
+        src.stop(drain=False)
+        sinks.abort()
         raise
     with signals.shielded():
-        events = col.finish()
+        events = sinks.finish()
+    error = late_error()
+    if error is not None and not interrupted:
+        say(f"sealtop: {error}")
+        return 2, events
     if interrupted or signals.received():
         return 130, events
-    if col.record_failed:
+    if sinks.record_failed:
         return 3, events
     done = [e for e in events if e["kind"] == "proof_done"]
     ok = len(done) == jobs and all(e["verified"] for e in done)
@@ -236,13 +262,13 @@ def run_headless(config_path: str, jobs: int, record: str | None = None,
     try:
         cfg = load_config(config_path)
     except ConfigError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2
     code, events = run_engine(cfg, jobs, record, watch=watch)
     if events:
         print(render_all(events))
     if record is not None and code not in (2, 3):
-        _say(f"session recorded to {record}")
+        say(f"session recorded to {record}")
     return code
 
 
@@ -251,47 +277,63 @@ def replay_summary(path: str) -> int:
     try:
         rec = read_recording(path)
     except SessionError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2
     for line in rec.warnings:
-        _say(line)
+        say(line)
     print(render_all(rec.events))
     return 0
 
 
-def bench_pipeline(
-    preset: str,
-    jobs: int,
-    json_out: str | None,
-    config_path: str | None = None,
-    overrides: dict[str, Any] | None = None,
-    record: str | None = None,
-    watch: Watch = Watch(),
-) -> int:
+@dataclasses.dataclass(frozen=True)
+class Bench:
+    """What `sealtop bench pipeline` was asked, local or on a farm: the preset, how many jobs,
+    where the JSON report goes, the config file and its ``--set`` overrides, a recording, and
+    what watches the run."""
+
+    preset: str
+    jobs: int
+    json_out: str | None = None
+    config_path: str | None = None
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    record: str | None = None
+    watch: Watch = dataclasses.field(default_factory=Watch)
+
+    def config(self) -> EngineConfig | None:
+        """The config file (or the defaults) with the preset and the overrides set; None after
+        saying in one line why there is none (a bad file, an unknown setting)."""
+        try:
+            cfg = load_config(self.config_path) if self.config_path else EngineConfig()
+        except ConfigError as exc:
+            say(f"sealtop: {exc}")
+            return None
+        cfg.preset = self.preset
+        for k, v in self.overrides.items():
+            if not hasattr(cfg, k):
+                say(f"sealtop: unknown setting {k!r}")
+                return None
+            setattr(cfg, k, v)
+        return cfg
+
+
+def bench_pipeline(b: Bench) -> int:
     """`sealtop bench pipeline --preset P --jobs N --json OUT`: a run plus a JSON report with
     GPU busy %, seconds per proof, the wrapper-kernel gap and peak memory against the model
     baseline + (partition_workers + capacity + GPU slots) × bytes per partition + key (see
     :func:`memory_model`)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
 
-    try:
-        cfg = load_config(config_path) if config_path else EngineConfig()
-    except ConfigError as exc:
-        _say(f"sealtop: {exc}")
+    cfg = b.config()
+    if cfg is None:
         return 2
-    cfg.preset = preset
-    for k, v in (overrides or {}).items():
-        if not hasattr(cfg, k):
-            _say(f"sealtop: unknown setting {k!r}")
-            return 2
-        setattr(cfg, k, v)
+    preset, jobs = b.preset, b.jobs
     try:
         circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
     except PresetError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2
     t0 = time.perf_counter()
-    code, events = run_engine(cfg, jobs, record, watch=watch)
+    code, events = run_engine(cfg, jobs, b.record, watch=b.watch)
     wall = time.perf_counter() - t0
     if not events:
         return code
@@ -351,8 +393,8 @@ def bench_pipeline(
         "wall_s": wall,
         "exit_code": code,
     }
-    if json_out:
-        write_report(json_out, report)
+    if b.json_out:
+        write_report(b.json_out, report)
     return code
 
 
@@ -361,7 +403,7 @@ def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
     the run (engine/cli.py), as every output file's is."""
     with atomic_write(Path(path)) as f:
         f.write(json.dumps(report, indent=2) + "\n")
-    _say(f"report written to {path}")
+    say(f"report written to {path}")
 
 
 def memory_model(
@@ -395,39 +437,31 @@ def memory_model(
     }
 
 
-def _bench_rows(
-    preset: str,
-    jobs: int,
-    variants: list[tuple[str, dict[str, Any]]],
-    base: dict[str, Any],
-    config_path: str | None,
-    record: str | None = None,
-    watch: Watch = Watch(),
-) -> tuple[int, list[dict]]:
-    """Run one pipeline per variant (label, overrides); rows of the numbers benchmarks report.
-    With ``record``, each variant's events go to their own session file (see variant_path).
-    ``watch`` applies to each variant's run in turn (one engine at a time)."""
+def _bench_rows(b: Bench, variants: list[tuple[str, dict[str, Any]]]) -> tuple[int, list[dict]]:
+    """Run one pipeline per variant (label, overrides on top of ``b``'s); rows of the numbers
+    benchmarks report. With a recording, each variant's events go to their own session file
+    (see variant_path). ``b.watch`` applies to each variant's run in turn (one engine at a
+    time)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
 
-    try:
-        cfg0 = load_config(config_path) if config_path else EngineConfig()
-    except ConfigError as exc:
-        _say(f"sealtop: {exc}")
+    cfg0 = b.config()
+    if cfg0 is None:
         return 2, []
     rows: list[dict[str, Any]] = []
     worst = 0
     for label, over in variants:
         if signals.received():  # a stop signal ended the last variant: run no more
             break
-        cfg = dataclasses.replace(cfg0, preset=preset, **{**base, **over})
+        cfg = dataclasses.replace(cfg0, **over)
         try:
-            circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
+            circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
         except PresetError as exc:
-            _say(f"sealtop: {exc}")
+            say(f"sealtop: {exc}")
             return 2, rows
-        _say(f"--- {label}")
-        code, events = run_engine(cfg, jobs, variant_path(record, label) if record else None,
-                                  watch=watch)
+        say(f"--- {label}")
+        code, events = run_engine(cfg, b.jobs,
+                                  variant_path(b.record, label) if b.record else None,
+                                  watch=b.watch)
         worst = max(worst, code)
         if not events:
             return code, rows
@@ -484,24 +518,14 @@ def _print_rows(rows: list[dict]) -> None:
     print("\n".join(table(head, body, left=1, rule=True)))
 
 
-def bench_matrix(
-    kind: str,
-    preset: str,
-    jobs: int,
-    json_out: str | None,
-    config_path: str | None = None,
-    overrides: dict[str, Any] | None = None,
-    record: str | None = None,
-    watch: Watch = Watch(),
-) -> int:
+def bench_matrix(kind: str, b: Bench) -> int:
     """The comparison tables, each a set of pipeline runs:
 
     * ``cuzk``: gpu_channel_capacity {1, partition_workers} × permit_release {delivered,
       synthesized}: peak memory and seconds per proof (the cuzk lesson);
     * ``dealloc``: dealloc sync against async: how much the wrapper time grows.
     """
-    base = dict(overrides or {})
-    workers = int(base.get("partition_workers", EngineConfig().partition_workers))
+    workers = int(b.overrides.get("partition_workers", EngineConfig().partition_workers))
     if kind == "cuzk":
         variants = [
             (f"capacity={cap} permit={pr}", {"gpu_channel_capacity": cap, "permit_release": pr})
@@ -511,12 +535,12 @@ def bench_matrix(
     elif kind == "dealloc":
         variants = [(f"dealloc={m}", {"dealloc": m}) for m in ("async", "sync")]
     else:
-        _say(f"sealtop: unknown comparison {kind!r} (choose cuzk or dealloc)")
+        say(f"sealtop: unknown comparison {kind!r} (choose cuzk or dealloc)")
         return 2
-    code, rows = _bench_rows(preset, jobs, variants, base, config_path, record, watch)
+    code, rows = _bench_rows(b, variants)
     if rows:
-        print(f"{kind} comparison, preset {preset}, {jobs} job(s) per variant")
+        print(f"{kind} comparison, preset {b.preset}, {b.jobs} job(s) per variant")
         _print_rows(rows)
-    if json_out and rows:
-        write_report(json_out, {"kind": kind, "preset": preset, "jobs": jobs, "rows": rows})
+    if b.json_out and rows:
+        write_report(b.json_out, {"kind": kind, "preset": b.preset, "jobs": b.jobs, "rows": rows})
     return code

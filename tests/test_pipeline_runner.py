@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.runner import bench_matrix, bench_pipeline, replay_summary, run_headless
+from engine.runner import Bench, bench_matrix, bench_pipeline, replay_summary, run_headless
 
 
 @pytest.fixture(scope="module")
@@ -85,11 +85,11 @@ def test_bad_session_is_one_line(tmp_path, capsys):
 
 def test_bench_pipeline_writes_report(tmp_path, params, capsys):
     out = tmp_path / "bench.json"
-    code = bench_pipeline(
+    code = bench_pipeline(Bench(
         "chain-256", 1, str(out),
         overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 3,
                    "sample_interval_s": 0.05},
-    )
+    ))
     assert code == 0
     rep = json.loads(out.read_text())
     s = rep["summary"]
@@ -114,9 +114,10 @@ def test_bench_pipeline_writes_report(tmp_path, params, capsys):
 def test_bench_matrix_dealloc(tmp_path, params, capsys):
     out = tmp_path / "m.json"
     rec = tmp_path / "runs.jsonl"
-    code = bench_matrix("dealloc", "chain-256", 1, str(out),
-                        overrides={"backend": "cpu", "devices": [], "param_cache": params,
-                                   "partitions": 2, "sample_interval_s": 0.05}, record=str(rec))
+    code = bench_matrix("dealloc", Bench(
+        "chain-256", 1, str(out),
+        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 2,
+                   "sample_interval_s": 0.05}, record=str(rec)))
     assert code == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["variant"] for r in rows] == ["dealloc=async", "dealloc=sync"]
@@ -127,7 +128,7 @@ def test_bench_matrix_dealloc(tmp_path, params, capsys):
     for variant in ("dealloc-async", "dealloc-sync"):
         assert replay_summary(str(tmp_path / f"runs.{variant}.jsonl")) == 0
         assert "verified" in capsys.readouterr().out
-    assert bench_matrix("nope", "chain-256", 1, None) == 2
+    assert bench_matrix("nope", Bench("chain-256", 1)) == 2
 
 
 @pytest.mark.parametrize("signame, group", [("SIGINT", True), ("SIGTERM", False)])
@@ -261,12 +262,12 @@ def test_bench_pipeline_model_counts_what_the_budget_admits(tmp_path, params):
     model counted 9)."""
     per_part = (3 * 258 + 258) * 32  # chain-256's a, b, c and z
     out = tmp_path / "bench.json"
-    code = bench_pipeline(
+    code = bench_pipeline(Bench(
         "chain-256", 1, str(out),
         overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 3,
                    "partition_workers": 2, "gpu_channel_capacity": 2,
                    "memory_budget": 2 * per_part + per_part // 2, "sample_interval_s": 0.05},
-    )
+    ))
     assert code == 0
     rep = json.loads(out.read_text())
     assert rep["summary"]["jobs_verified"] == 1

@@ -2,10 +2,11 @@
 the farm.
 
 The same sinks as a local run (engine/runner.py: the events for the summaries, the recorder,
-the progress lines) take the farm's merged stream, so the session file of a farm run replays
-(``sealtop replay FILE --summary``) to the table printed here. Exit codes as `run`'s: 0 every
-proof verified, 1 a proof failed or a job was lost, 2 bad input or no farm (one line), 3 the
-recording failed mid-run, 130 interrupted.
+the progress lines) take the farm's merged stream, and the same ``drive`` starts, waits for
+and stops it, so the session file of a farm run replays (``sealtop replay FILE --summary``) to
+the table printed here. Exit codes as `run`'s: 0 every proof verified, 1 a proof failed or a
+job was lost, 2 bad input or no farm (one line), 3 the recording failed mid-run, 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -14,15 +15,11 @@ import sys
 import time
 from typing import Any, TextIO
 
-from engine import signals
 from engine.cluster import ClusterError
 from engine.config import ConfigError, EngineConfig, load_config
+from engine.runner import Bench, Sinks, drive, say, write_report
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
 from engine.stream.summary import render_all, run_summary
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = None,
@@ -30,29 +27,25 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
     """Run ``jobs`` jobs of the config's preset on the farm at ``address``;
     (exit code, merged events, the Farm for its timings)."""
     from engine.cluster.farm import Farm
-    from engine.runner import _Sinks  # the headless run's sinks, shared on purpose
 
     if jobs < 1:
-        _say("sealtop: --jobs must be at least 1")
+        say("sealtop: --jobs must be at least 1")
         return 2, [], None
     try:
         if record is not None:
             check_target(record)
         recorder = SessionRecorder(record) if record is not None else None
     except RecordingError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2, [], None
-    say = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
+    note = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
-        farm = Farm(address, cfg, progress=say)
+        farm = Farm(address, cfg, progress=note)
     except ClusterError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2, [], None
-    sinks = _Sinks(farm.subscribe(), recorder, progress)
-    interrupted = False
-    signals.on_again(farm.hurry)
-    try:
-        farm.start()
+
+    def submit() -> None:
         needs = getattr(cfg, "needs", "any")
         offered = farm.resources()
         if needs != "any" and not any(r.get(f"{needs}_slots") for r in offered.values()):
@@ -65,35 +58,10 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
                   file=progress, flush=True)
         for i in range(jobs):
             farm.submit(cfg.preset, cfg.partitions, cfg.seed + i)
-        while not farm.wait_idle(0.5):
-            pass
-        with signals.shielded():
-            farm.stop(drain=True)
-    except KeyboardInterrupt:
-        interrupted = True
-        _say("interrupted: cancelling the farm's jobs")
-        with signals.shielded():
-            farm.stop(drain=False)
-    except ClusterError as exc:
-        _say(f"sealtop: {exc}")
-        farm.stop(drain=False)
-        return 2, sinks.finish(), farm
-    except BaseException:
-        farm.stop(drain=False)
-        sinks.abort()
-        raise
-    with signals.shielded():
-        events = sinks.finish()
-    if farm.error is not None and not interrupted:
-        _say(f"sealtop: {farm.error}")
-        return 2, events, farm
-    if interrupted or signals.received():
-        return 130, events, farm
-    if sinks.record_failed:
-        return 3, events, farm
-    done = [e for e in events if e["kind"] == "proof_done"]
-    ok = len(done) == jobs and all(e["verified"] for e in done)
-    return (0 if ok else 1), events, farm
+
+    code, events = drive(farm, Sinks(farm.subscribe(), recorder, progress), jobs, submit,
+                         (ClusterError,), "cancelling the farm's jobs", lambda: farm.error)
+    return code, events, farm
 
 
 def overhead_ms(farm: Any) -> dict[str, float | None]:
@@ -124,26 +92,32 @@ def run_cluster(config_path: str | None, address: str | None, jobs: int,
     try:
         cfg = load_config(config_path) if config_path else EngineConfig()
     except ConfigError as exc:
-        _say(f"sealtop: {exc}")
+        say(f"sealtop: {exc}")
         return 2
     address = address or cfg.scheduler
     if not address:
-        _say("sealtop: no scheduler: give --cluster ADDR or [cluster] scheduler in the config")
+        say("sealtop: no scheduler: give --cluster ADDR or [cluster] scheduler in the config")
         return 2
     code, events, farm = run_farm(cfg, jobs, address, record)
     if events:
         print(render_all(events))
         _print_hosts(events, farm)
     if record is not None and code not in (2, 3):
-        _say(f"session recorded to {record}")
+        say(f"session recorded to {record}")
     return code
 
 
-def _print_hosts(events: list[dict], farm: Any) -> None:
+def _proofs_per_host(events: list[dict]) -> dict[str, int]:
+    """How many proofs each host of the farm sent back."""
     per: dict[str, int] = {}
     for e in events:
         if e["kind"] == "proof_done":
             per[e.get("host", "?")] = per.get(e.get("host", "?"), 0) + 1
+    return per
+
+
+def _print_hosts(events: list[dict], farm: Any) -> None:
+    per = _proofs_per_host(events)
     if per:
         print("proofs per host: " + ", ".join(f"{h} {n}" for h, n in sorted(per.items())))
     o = overhead_ms(farm)
@@ -157,39 +131,26 @@ def _print_hosts(events: list[dict], farm: Any) -> None:
               f"{ms('proof_back_ms')}")
 
 
-def bench_cluster(preset: str, jobs: int, json_out: str | None, config_path: str | None,
-                  overrides: dict[str, Any], record: str | None, address: str) -> int:
+def bench_cluster(b: Bench, address: str) -> int:
     """`bench pipeline --cluster ADDR`: a farm run and a JSON report (rate, per-host proofs,
     the cluster's per-job overhead)."""
-    try:
-        cfg = load_config(config_path) if config_path else EngineConfig()
-    except ConfigError as exc:
-        _say(f"sealtop: {exc}")
+    cfg = b.config()
+    if cfg is None:
         return 2
-    cfg.preset = preset
-    for k, v in overrides.items():
-        if not hasattr(cfg, k):
-            _say(f"sealtop: unknown setting {k!r}")
-            return 2
-        setattr(cfg, k, v)
+    preset, jobs = b.preset, b.jobs
     t0 = time.perf_counter()
-    code, events, farm = run_farm(cfg, jobs, address or cfg.scheduler, record)
+    code, events, farm = run_farm(cfg, jobs, address or cfg.scheduler, b.record)
     wall = time.perf_counter() - t0
     if not events:
         return code
     print(render_all(events))
     _print_hosts(events, farm)
     s = run_summary(events)
-    per: dict[str, int] = {}
-    for e in events:
-        if e["kind"] == "proof_done":
-            per[e.get("host", "?")] = per.get(e.get("host", "?"), 0) + 1
+    per = _proofs_per_host(events)
     report = {"preset": preset, "jobs": jobs, "scheduler": address, "wall_s": wall,
               "s_per_proof": s.s_per_proof, "steady_s_per_proof": s.steady_s_per_proof,
               "jobs_verified": s.jobs_verified, "proofs_per_host": per, **overhead_ms(farm),
               "exit_code": code}
-    if json_out:
-        from engine.runner import write_report
-
-        write_report(json_out, report)
+    if b.json_out:
+        write_report(b.json_out, report)
     return code
