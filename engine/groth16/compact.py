@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from engine.groth16.r1cs import CSR, R1CS
+from engine.groth16.r1cs import CSR, R1CS, ThreeMatrices
 from kernels.cpu.convert import to_mont_fr
 from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_load, fr_mul, fr_store, fr_sub
 
@@ -72,7 +72,7 @@ class CompactMatrix:
 
 
 @dataclass(frozen=True)
-class CompactR1CS:
+class CompactR1CS(ThreeMatrices):
     """A, B and C in compact form sharing one coefficient table."""
 
     num_inputs: int
@@ -81,14 +81,6 @@ class CompactR1CS:
     A: CompactMatrix
     B: CompactMatrix
     C: CompactMatrix
-
-    @property
-    def num_constraints(self) -> int:
-        return self.A.rows
-
-    @property
-    def nnz(self) -> int:
-        return self.A.nnz + self.B.nnz + self.C.nnz
 
     def nbytes(self) -> int:
         return self.coefs.nbytes + sum(m.nbytes() for m in (self.A, self.B, self.C))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -41,8 +42,33 @@ class CSR:
             raise ValueError(f"R1CS matrix {name}: a column index is out of range")
 
 
+class _Sparse(Protocol):
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def nnz(self) -> int: ...
+
+
+class ThreeMatrices:
+    """What every form of A, B and C (CSR here, compact in engine/groth16/compact.py) counts
+    the same way: the constraints are A's rows, the nonzeros the three matrices' together."""
+
+    A: _Sparse
+    B: _Sparse
+    C: _Sparse
+
+    @property
+    def num_constraints(self) -> int:
+        return self.A.rows
+
+    @property
+    def nnz(self) -> int:
+        return self.A.nnz + self.B.nnz + self.C.nnz
+
+
 @dataclass(frozen=True)
-class R1CS:
+class R1CS(ThreeMatrices):
     """A rank-1 constraint system: (A·z) ∘ (B·z) = C·z over Fr."""
 
     num_inputs: int  # the constant one + public inputs
@@ -54,14 +80,6 @@ class R1CS:
     @property
     def num_vars(self) -> int:
         return self.num_inputs + self.num_aux
-
-    @property
-    def num_constraints(self) -> int:
-        return self.A.rows
-
-    @property
-    def nnz(self) -> int:
-        return self.A.nnz + self.B.nnz + self.C.nnz
 
     def check(self) -> None:
         """Raise ValueError with one clear line if the shapes are inconsistent."""
