@@ -13,8 +13,10 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numba
 
@@ -56,12 +58,17 @@ def compile_all(say: Callable[[str], None]) -> float:
     t0 = time.perf_counter()
     warm(log=say)
     t = time.perf_counter()
-    _compile_synthesis()
+    shape, z = _compile_synthesis()
     say(f"  {'synthesis':<10} {time.perf_counter() - t:6.1f} s")
+    t = time.perf_counter()
+    _compile_key_and_proof(shape, z)
+    say(f"  {'key+proof':<10} {time.perf_counter() - t:6.1f} s")
     return time.perf_counter() - t0
 
 
-def _compile_synthesis() -> None:
+def _compile_synthesis() -> tuple[Any, Any]:
+    """One partition of the smallest preset synthesized (and its a/b/c evaluated both ways);
+    returns the circuit and its witness."""
     import numpy as np
 
     from engine.circuit.porep import build_porep, generate_partitions
@@ -72,11 +79,14 @@ def _compile_synthesis() -> None:
     _, parts = generate_partitions(WARM_PRESET, 1)
     z = np.empty((r.num_vars, 4), np.uint64)
     synthesize_partition(shape, parts[0], z, alloc_abc(r), eval_plan(r))
+    with _parallel_paths():  # what every preset past tiny runs: the multi-threaded variants
+        synthesize_partition(shape, parts[0], np.empty_like(z), alloc_abc(r), eval_plan(r))
     # abc_eval = "gpu": the compact witness (synthesis side), the matrices and their
     # evaluation into H's input (the prover side on the cpu backend)
     from engine.groth16.compact import (
         WitnessLayout,
         compact_r1cs,
+        compact_witness,
         evaluate_abc_host,
         read_compact,
         write_compact,
@@ -86,8 +96,43 @@ def _compile_synthesis() -> None:
     layout = WitnessLayout(r.num_vars, general_capacity(shape))
     words = np.zeros(layout.words, np.uint64)
     write_compact(z, words, layout)
+    compact_witness(z)
     abc = np.empty((3, 1 << (r.num_constraints - 1).bit_length(), 4), np.uint64)
     evaluate_abc_host(compact_r1cs(r), read_compact(words, layout), abc)
+    return shape, z
+
+
+@contextmanager
+def _parallel_paths() -> Iterator[None]:
+    """Synthesis's size thresholds at zero for a while, so a tiny input takes the parallel
+    variants that larger circuits use (each is a numba function of its own to compile)."""
+    from engine import synthesis
+    from engine.circuit import witness
+
+    saved = synthesis.PARALLEL_MIN_ROWS, witness.PARALLEL_MIN_OPS
+    synthesis.PARALLEL_MIN_ROWS, witness.PARALLEL_MIN_OPS = 0, 0
+    try:
+        yield
+    finally:
+        synthesis.PARALLEL_MIN_ROWS, witness.PARALLEL_MIN_OPS = saved
+
+
+def _compile_key_and_proof(shape: Any, z: Any) -> None:
+    """What a first run does next on the cpu backend: make the preset's key (the QAP, the
+    fixed-base tables), check the witness, prove and verify-encode the proof."""
+    from engine.groth16.prove import prove
+    from engine.groth16.setup import setup
+    from engine.groth16.vkey import verifying_key
+    from engine.synthesis import is_satisfied
+    from kernels.backend import get_backend
+
+    be = get_backend("cpu")
+    r = shape.r1cs
+    with _parallel_paths():
+        is_satisfied(r, z)
+    pk = setup(r, "warm-up", be)
+    verifying_key(pk)
+    prove(pk, r, z, be)
 
 
 def ensure_warm(progress: Callable[[str], None] | None = None) -> float:
