@@ -1,9 +1,11 @@
 """The memory panel's words and order, without a terminal: the budget bar with its % and a
-clear "unlimited", and process rows that keep their places whatever their RSS does."""
+clear "unlimited", and process rows that keep their places whatever their RSS does; the event
+log at its newest line when a replay opens at its end."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ from app.widgets.memory import budget_line, proc_order
 from app.widgets.render import Palette
 
 MiB = 2**20
+FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 
 
 def _state(held: int, budget: int | None) -> DashboardState:
@@ -51,3 +54,20 @@ def test_process_rows_keep_their_order_when_rss_changes():
             p["rss_anon"] = random.choice((100 * MiB, 200 * MiB))  # often equal, often swapped
         random.shuffle(procs)
         assert sorted(procs, key=proc_order) == expected
+
+
+async def test_event_log_opens_at_its_newest_line():
+    """A replay opened at its end (sealtop replay --paused) at 80x24: the two-line log shows
+    the session's last lines, not its first."""
+    from app.console import SealtopApp
+    from app.session_io import load_session
+    from app.widgets.eventlog import EventLog
+
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        log = app.screen.query_one(EventLog)
+        assert len(app.state.log) > log.size.height > 0
+        assert log.follow and log.scroll_y == log.max_scroll_y > 0
+        last = log.render_line(log.size.height - 1).text
+        assert app.state.log[-1].text[:40] in last

@@ -78,6 +78,12 @@ class EventLog(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
 
+    def on_resize(self) -> None:
+        # the first layout can size the log after show() scrolled it (a replay opened at its end
+        # draws the whole log at once): a following log goes back to its newest line
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         self.follow = new >= self.max_scroll_y
