@@ -1,19 +1,25 @@
 """The memory panel's words and order, without a terminal: the budget bar with its % and a
-clear "unlimited", and process rows that keep their places whatever their RSS does; the event
-log at its newest line when a replay opens at its end."""
+clear "unlimited", and process rows that keep their places whatever their RSS does; the proof
+detail's legend and layered timers at a 32 GiB sector's figures; the event log at its newest
+line when a replay opens at its end."""
 
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("textual")  # the widgets import Textual (absent on the GPU machine)
 
-from app.state import DashboardState, fmt_bytes
+from rich.console import Console
+
+from app.state import DashboardState, fmt_bytes, fmt_ms
+from app.widgets.gantt import GANTT_STAGES, TIMER_COLUMNS, layered_timers, legend_lines
 from app.widgets.memory import budget_line, proc_order
-from app.widgets.render import Palette
+from app.widgets.render import STAGE_GLYPH, Palette
+from engine.stream.fold import JobRecord, PartitionRecord
 
 MiB = 2**20
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
@@ -54,6 +60,66 @@ def test_process_rows_keep_their_order_when_rss_changes():
             p["rss_anon"] = random.choice((100 * MiB, 200 * MiB))  # often equal, often swapped
         random.shuffle(procs)
         assert sorted(procs, key=proc_order) == expected
+
+
+def test_legend_breaks_between_entries_never_inside_one():
+    pal = Palette()
+    for width in [30, 72, 74, 200] + [random.randint(30, 120) for _ in range(5)]:
+        lines = [t.plain for t in legend_lines(pal, width)]
+        assert all(len(ln) <= width for ln in lines)
+        text = " ".join(lines)
+        expected = [f"{STAGE_GLYPH[s]} {s}" for s in GANTT_STAGES + ("failed",)]
+        # every glyph stays beside its word, in order, each entry once
+        found = re.findall("|".join(re.escape(e) for e in expected), text)
+        assert found == expected
+        assert sum(ln.count(e) for ln in lines for e in expected) == len(expected)
+
+
+def _sector_job(parts: int) -> JobRecord:
+    """A proof with a 32 GiB sector's magnitudes: timers from 0.1 ms to minutes."""
+    job = JobRecord(job=1, preset="porep-32g", partitions=parts, constraints=130_987_381,
+                    submitted=0.0)
+    for i in range(parts):
+        ms = {k: random.choice((0.1, 1.0, 10.0, 100.0, 1000.0, 10_000.0, 100_000.0))
+              * random.uniform(1, 9.9)
+              for k in ("queue", "witness", "eval", "channel_wait", "b2", "finalize", "dealloc",
+                        "ntt", "msm_h", "msm_a", "msm_b1", "msm_l", "upload")}
+        ms["gpu_call"] = sum(ms[k] for k in ("ntt", "msm_h", "msm_a", "msm_b1", "msm_l",
+                                             "upload")) + random.uniform(0, 50)
+        ms["gpu_wrapper"] = ms["gpu_call"] + random.uniform(0, 50)
+        job.parts[i] = PartitionRecord(job=1, index=i, ms=ms)
+    return job
+
+
+def test_layered_timers_keep_whole_labels_and_numbers_at_any_width():
+    """The columns kept fit the width as Rich draws them: labels and figures whole (never "…"),
+    by priority, and the next column by priority would not have fitted."""
+    for width in [74, 156, 196] + [random.randint(40, 200) for _ in range(4)]:
+        job = _sector_job(10)
+        console = Console(width=width, record=True, color_system=None)
+        console.print(layered_timers(job, Palette(), width=width))
+        out = console.export_text().rstrip("\n").split("\n")
+        assert all(len(ln) <= width for ln in out) and not any("…" in ln for ln in out)
+        bars = "wrapper ▕ call ▕ kernels"  # the bars' own header, when they fit
+        kept = out[0].split(bars)[0].split()
+        assert kept[0] == "part" and len(kept) >= 2
+        assert set(kept) == set(TIMER_COLUMNS[:len(kept)])  # a prefix of the priority order
+        rows = [ln.split()[:len(kept)] for ln in out[1:]]
+        assert [r[0] for r in rows] == [f"p{i}" for i in range(10)]
+        keys = {"queue": "queue", "witness": "witness", "eval": "eval", "chan": "channel_wait",
+                "wrapper": "gpu_wrapper", "call": "gpu_call", "b2": "b2", "final": "finalize",
+                "dealloc": "dealloc"}
+        for i, r in enumerate(rows):
+            for j, c in enumerate(kept):
+                if c in keys:
+                    assert r[j] == fmt_ms(job.parts[i].ms[keys[c]])
+        if len(kept) < len(TIMER_COLUMNS):  # the next one would not fit beside them
+            nxt = TIMER_COLUMNS[len(kept)]
+            cells = [len(nxt)] + [len(fmt_ms(job.parts[i].ms.get(keys.get(nxt, ""))))
+                                  for i in range(10)]
+            used = sum(max(len(c), max(len(r[j]) for r in rows)) + 2
+                       for j, c in enumerate(kept))
+            assert used + max(cells) + 2 > width
 
 
 async def test_event_log_opens_at_its_newest_line():

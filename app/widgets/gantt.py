@@ -6,6 +6,8 @@ a picture of these functions' output.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -49,12 +51,21 @@ def gantt(job: JobState, now: float, width: int, pal: Palette) -> Group:
         if p.attempts > 1:
             row.append(f" retry×{p.attempts - 1}", style=pal.warn)
         lines.append(row)
-    legend = Text("   ")
-    for s in GANTT_STAGES + ("failed",):
-        legend.append(f" {STAGE_GLYPH[s]}", style=pal.stage_style(s))
-        legend.append(f" {s}")
-    lines.append(legend)
+    lines.extend(legend_lines(pal, width - 4))
     return Group(*lines)
+
+
+def legend_lines(pal: Palette, width: int) -> list[Text]:
+    """The stages' glyphs and words, on as many lines of ``width`` cells as they need: a line
+    breaks between entries, never between a glyph and its word (a wrapped "▓" alone at a line's
+    end no longer says what it stands for)."""
+    lines = [Text("   ")]
+    for s in GANTT_STAGES + ("failed",):
+        if lines[-1].cell_len + 2 + len(STAGE_GLYPH[s]) + len(s) > width and lines[-1].cell_len > 3:
+            lines.append(Text("   "))
+        lines[-1].append(f" {STAGE_GLYPH[s]}", style=pal.stage_style(s))
+        lines[-1].append(f" {s}")
+    return lines
 
 
 # The layered timers' columns, in the order a narrow screen keeps them (never cut to "…").
@@ -64,28 +75,29 @@ _TIMER_ORDER = ("part", "queue", "witness", "eval", "chan", "wrapper", "call", "
                 "wrap−call", "call−kern", "b2", "final", "dealloc")
 
 
-def timer_columns(width: int, bar_w: int = 30) -> tuple[list[str], bool]:
-    """The timer columns that fit ``width`` cells, and whether the bars fit beside them."""
-    used, kept = 0, []
+def timer_columns(width: int, bar_w: int = 30,
+                  cell_w: Mapping[str, int] | None = None) -> tuple[list[str], bool]:
+    """The timer columns that fit ``width`` cells, and whether the bars fit beside them.
+
+    A column takes what the table gives it: its widest cell (``cell_w``, the label at least;
+    6 where not given) and one blank on each side. Counting less let five-digit timers (a
+    partition's 13 s witness) push the table past its width, and Rich then cut labels to "…"."""
+    used = 0
+    kept: list[str] = []
     for label in TIMER_COLUMNS:
-        w = max(len(label), 6) + 1
+        w = max(len(label), (cell_w or {}).get(label, 6)) + 2
         if used + w > width and kept:
             break
         kept.append(label)
         used += w
-    return [c for c in _TIMER_ORDER if c in kept], used + bar_w <= width
+    return [c for c in _TIMER_ORDER if c in kept], used + bar_w + 2 <= width
 
 
 def layered_timers(job: JobState, pal: Palette, bar_w: int = 30, width: int = 200) -> Table:
     """Per partition: wrapper, call and kernel side by side, with the gaps between layers; on
     a narrow screen the columns that fit, by priority."""
-    columns, bars_fit = timer_columns(width, bar_w)
-    t = Table(expand=True, box=None, padding=(0, 1), header_style=pal.title)
-    for label in columns:
-        t.add_column(label, justify="right", no_wrap=True)
-    if bars_fit:
-        t.add_column("wrapper ▕ call ▕ kernels", no_wrap=True, min_width=bar_w)
     top = max((p.ms.get("gpu_wrapper", 0.0) for p in job.parts.values()), default=0.0) or 1.0
+    rows: list[tuple[dict[str, Text], Text]] = []
     for idx in sorted(job.parts):
         p = job.parts[idx]
         wrap, call, kern = p.ms.get("gpu_wrapper"), p.ms.get("gpu_call"), p.kernel_ms
@@ -97,14 +109,24 @@ def layered_timers(job: JobState, pal: Palette, bar_w: int = 30, width: int = 20
             bars.append(("█" if not pal.mono else "▓") * n, style=style)
             bars.append(" " * (bar_w // 3 - 1 - n) + "▕")
         cells = {
-            "part": f"p{idx}", "queue": fmt_ms(p.ms.get("queue")), "witness": fmt_ms(p.ms.get("witness")),
-            "eval": fmt_ms(p.ms.get("eval")), "chan": fmt_ms(p.ms.get("channel_wait")),
-            "wrapper": fmt_ms(wrap), "call": fmt_ms(call), "kernels": fmt_ms(kern),
+            "part": Text(f"p{idx}"), "queue": Text(fmt_ms(p.ms.get("queue"))),
+            "witness": Text(fmt_ms(p.ms.get("witness"))), "eval": Text(fmt_ms(p.ms.get("eval"))),
+            "chan": Text(fmt_ms(p.ms.get("channel_wait"))),
+            "wrapper": Text(fmt_ms(wrap)), "call": Text(fmt_ms(call)), "kernels": Text(fmt_ms(kern)),
             "wrap−call": Text(fmt_ms(g1), style=pal.warn if g1 and wrap and g1 > 0.1 * wrap else ""),
             "call−kern": Text(fmt_ms(g2), style=pal.warn if g2 and call and g2 > 0.1 * call else ""),
-            "b2": fmt_ms(p.ms.get("b2")), "final": fmt_ms(p.ms.get("finalize")),
-            "dealloc": fmt_ms(p.ms.get("dealloc")),
+            "b2": Text(fmt_ms(p.ms.get("b2"))), "final": Text(fmt_ms(p.ms.get("finalize"))),
+            "dealloc": Text(fmt_ms(p.ms.get("dealloc"))),
         }
+        rows.append((cells, bars))
+    cell_w = {c: max((r[c].cell_len for r, _ in rows), default=0) for c in TIMER_COLUMNS}
+    columns, bars_fit = timer_columns(width, bar_w, cell_w)
+    t = Table(expand=True, box=None, padding=(0, 1), header_style=pal.title)
+    for label in columns:
+        t.add_column(label, justify="right", no_wrap=True)
+    if bars_fit:
+        t.add_column("wrapper ▕ call ▕ kernels", no_wrap=True, min_width=bar_w)
+    for cells, bars in rows:
         t.add_row(*[cells[c] for c in columns], *([bars] if bars_fit else []))
     return t
 
