@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,9 @@ pytest.importorskip("textual")  # the widgets import Textual (absent on the GPU 
 
 from rich.console import Console
 
-from app.state import DashboardState, fmt_bytes, fmt_ms
+from app.state import DashboardState, fmt_bytes, fmt_ms, proc_label
 from app.widgets.gantt import GANTT_STAGES, TIMER_COLUMNS, layered_timers, legend_lines
-from app.widgets.memory import budget_line, proc_order
+from app.widgets.memory import MemoryPanel, budget_line, proc_order
 from app.widgets.render import STAGE_GLYPH, Palette
 from engine.stream.fold import JobRecord, PartitionRecord
 
@@ -60,6 +61,23 @@ def test_process_rows_keep_their_order_when_rss_changes():
             p["rss_anon"] = random.choice((100 * MiB, 200 * MiB))  # often equal, often swapped
         random.shuffle(procs)
         assert sorted(procs, key=proc_order) == expected
+
+
+def test_process_history_fills_its_column_and_is_never_cut():
+    """Each process row's history takes exactly the cells its column has: no row ends in "…"."""
+    state = DashboardState()
+    state.processes = [{"role": r, "pid": random.randint(100, 99999),
+                        "rss_anon": random.randint(1, 40 * 1024) * MiB, "cpu_pct": 3.5}
+                       for r in ("orchestrator", "synth-0", "gpu0")]
+    for p in state.processes:
+        state.proc_hist[proc_label(p)] = deque(random.randint(0, 9) for _ in range(300))
+    state.shm_hist.extend(random.randint(0, 9) for _ in range(300))
+    for width in (40, random.randint(41, 120)):
+        lines = MemoryPanel().render_state(state, Palette(), width).plain.split("\n")
+        rows = [ln for ln in lines if ln.startswith(("shm", "orchestr", "synth-0", "gpu0"))]
+        assert len(rows) == 4 and all("…" not in ln for ln in lines)
+        # the history ends at the panel's edge: the last cell is a spark glyph, not a blank
+        assert all(len(ln) == width and ln[-1] in "▁▂▃▄▅▆▇█" for ln in rows)
 
 
 def test_legend_breaks_between_entries_never_inside_one():

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from app.state import DashboardState, fmt_bytes, proc_label
 from app.widgets.base import StatePanel
-from app.widgets.render import Col, Palette, grid, meter, spark, stack
+from app.widgets.render import Col, Palette, column_widths, grid, meter, spark, stack
 
 
 def proc_order(p: dict) -> tuple[str, int]:
@@ -64,10 +64,11 @@ class MemoryPanel(StatePanel):
         lines.append(total)
         room = height - len(lines)
         wide = width >= 40
-        w = max(4, width - 30)
         cols = [Col(14 if wide else max(8, width - 20)), Col(9, justify="right")]
         if wide:
             cols += [Col(5, justify="right"), Col(ratio=1)]
+        # the history takes its column's cells exactly (one more ended every row in "…")
+        w = column_widths(cols, width)[-1] if wide else 0
         rows: list = []
         if room > len(procs) + 1:
             lines.append(Text(spark(state.mem_hist, width, hi=max(state.memory_budget or 0,
