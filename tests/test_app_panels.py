@@ -1,7 +1,7 @@
 """The memory panel's words and order, without a terminal: the budget bar with its % and a
 clear "unlimited", and process rows that keep their places whatever their RSS does; the proof
-detail's legend and layered timers at a 32 GiB sector's figures; the event log at its newest
-line when a replay opens at its end."""
+detail's legend, layered timers and kernel line at a 32 GiB sector's figures; the event log at
+its newest line when a replay opens at its end."""
 
 from __future__ import annotations
 
@@ -138,6 +138,26 @@ def test_layered_timers_keep_whole_labels_and_numbers_at_any_width():
             used = sum(max(len(c), max(len(r[j]) for r in rows)) + 2
                        for j, c in enumerate(kept))
             assert used + max(cells) + 2 > width
+
+
+def test_kernel_line_breaks_between_groups_never_inside_one():
+    """Each kernel group's name and figure (and the wrapper's layers) stay on one line, and no
+    line passes the width the detail gives."""
+    from app.widgets.gantt import HANDOFF_KEYS, kernel_split
+    from engine.stream.schema import KERNEL_KEYS
+
+    job = _sector_job(10)
+    for p in job.parts.values():
+        p.ms.update({k: random.uniform(0.1, 9.9) for k, _ in HANDOFF_KEYS})
+    pairs = [f"{k} {fmt_ms(job.mean_ms(k))}" for k in KERNEL_KEYS if job.mean_ms(k) is not None]
+    pairs += [f"{label} {fmt_ms(job.mean_ms(k))}" for k, label in HANDOFF_KEYS]
+    for width in [74, 196] + [random.randint(40, 120) for _ in range(4)]:
+        lines = kernel_split(job, Palette(), width).plain.split("\n")
+        assert all(len(ln.rstrip()) <= width for ln in lines)
+        assert all(sum(pair in ln for ln in lines) == 1 for pair in pairs)
+        assert lines[0].startswith(" kernels (mean ms): ")
+        assert any(ln.startswith(" wrapper outside the call (mean ms): ") for ln in lines)
+    assert kernel_split(job, Palette()).plain.count("\n") == 1  # no width: one break, as before
 
 
 async def test_event_log_opens_at_its_newest_line():

@@ -65,7 +65,7 @@ class DetailScreen(Screen):
         width = max(40, self.size.width - 4)
         self.query_one("#detail-gantt", Static).update(gantt(job, state.t, width, pal))
         self.query_one("#detail-timers", Static).update(layered_timers(job, pal, width=width - 2))
-        self.query_one("#detail-kernels", Static).update(kernel_split(job, pal))
+        self.query_one("#detail-kernels", Static).update(kernel_split(job, pal, width - 2))
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -131,35 +131,47 @@ def layered_timers(job: JobState, pal: Palette, bar_w: int = 30, width: int = 20
     return t
 
 
-def kernel_split(job: JobState, pal: Palette) -> Text:
-    """Mean kernel time by group across partitions: NTT, MSM H, A, B1, L."""
-    out = Text(" kernels (mean ms): ", style=pal.dim)
+def kernel_split(job: JobState, pal: Palette, width: int | None = None) -> Text:
+    """Mean kernel time by group across partitions: NTT, MSM H, A, B1, L. Within ``width``
+    cells a line breaks between groups, never between a name and its figure (a lone "0.7" at
+    the start of a line no longer says whose it is)."""
+    out = Text(style=pal.dim)  # the line's base style, as it always was: dim, figures bold
+    line = 0  # cells on the current line
+
+    def put(*pieces: tuple[str, str], newline: bool = False) -> None:
+        nonlocal line
+        n = sum(len(text) for text, _ in pieces)
+        if newline or (width is not None and line > 1 and line + n > width):
+            out.append("\n ")
+            line = 1
+        for text, style in pieces:
+            out.append(text, style=style)
+        line += n
+
+    put((" kernels (mean ms): ", pal.dim))
     for k in KERNEL_KEYS:
         if k == "abc" and job.mean_ms(k) is None:  # a group of abc_eval = "gpu" only
             continue
-        out.append(f"{k} ", style=pal.dim)
-        out.append(f"{fmt_ms(job.mean_ms(k))}  ", style="bold")
+        put((f"{k} ", pal.dim), (f"{fmt_ms(job.mean_ms(k))}  ", "bold"))
     status = job.status
-    out.append("  proof ", style=pal.dim)
     if status == "done":
-        out.append("verified ✓", style=pal.ok)
+        put(("  proof ", pal.dim), ("verified ✓", pal.ok))
     elif status in ("bad", "failed"):
-        out.append("FAILED ✗", style=pal.bad)
+        put(("  proof ", pal.dim), ("FAILED ✗", pal.bad))
     else:
-        out.append(status)
+        put(("  proof ", pal.dim), (status, ""))
     if job.total_ms is not None:
-        out.append(f"  total {fmt_s(job.total_ms)}", style="bold")
+        put((f"  total {fmt_s(job.total_ms)}", "bold"))
     reasons = [p.reason for p in job.parts.values() if p.reason]
     if reasons:
-        out.append(f"  reason: {reasons[0]}", style=pal.bad)
+        put((f"  reason: {reasons[0]}", pal.bad))
     handoff = [(label, job.mean_ms(key)) for key, label in HANDOFF_KEYS]
     if any(v is not None for _, v in handoff):
         # the wrapper's time outside the prover's call (sessions recorded before these layers
         # existed simply do not show the line)
-        out.append("\n wrapper outside the call (mean ms): ", style=pal.dim)
+        put(("wrapper outside the call (mean ms): ", pal.dim), newline=True)
         for label, v in handoff:
-            out.append(f"{label} ", style=pal.dim)
-            out.append(f"{fmt_ms(v)}  ", style="bold")
+            put((f"{label} ", pal.dim), (f"{fmt_ms(v)}  ", "bold"))
     return out
 
 
