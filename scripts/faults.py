@@ -39,6 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # processes.py: what /proc says, shared with the tests
+
+from processes import semaphores_mapped_by  # noqa: E402
 
 PRESET = "chain-1024"
 SHM = "/dev/shm"
@@ -202,26 +205,6 @@ class Outcome:
     note: str = ""
 
 
-def _sems_of(pid: int) -> set[str]:
-    inodes = set()
-    try:
-        for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-            parts = line.split(None, 5)
-            if len(parts) == 6 and parts[5].startswith(SHM + "/sem."):
-                inodes.add(int(parts[4]))
-    except OSError:
-        return set()
-    out = set()
-    for n in os.listdir(SHM):
-        if n.startswith("sem.mp-"):
-            try:
-                if os.stat(os.path.join(SHM, n)).st_ino in inodes:
-                    out.add(n)
-            except OSError:
-                pass
-    return out
-
-
 def _session_left(sid: int) -> int:
     r = subprocess.run(["pgrep", "-s", str(sid)], capture_output=True, text=True)
     return len(r.stdout.split())
@@ -263,7 +246,7 @@ def run_once(sc: Scenario, jobs: int, params: Path, work: Path) -> Outcome:
     injected = False
     while proc.poll() is None and time.monotonic() < deadline:
         w.poll()
-        sems |= _sems_of(proc.pid)
+        sems |= semaphores_mapped_by(proc.pid)
         if not injected and sc.moment(w):
             try:
                 sc.inject(proc, w)

@@ -8,8 +8,9 @@ its GPU (tests/test_abc_eval_gpu.py)."""
 from __future__ import annotations
 
 import os
-import queue
 import secrets
+
+from engine_events import drain
 
 from engine.config import EngineConfig
 from engine.pipeline.circuits import resolve
@@ -17,15 +18,6 @@ from engine.pipeline.engine import Engine, Job
 from engine.pipeline.shm import list_ours, prefix_for
 
 WAIT = 300
-
-
-def _drain(q: queue.Queue) -> list[dict]:
-    out = []
-    while True:
-        try:
-            out.append(q.get_nowait())
-        except queue.Empty:
-            return out
 
 
 def test_engine_proves_with_abc_evaluated_by_the_prover(tmp_path) -> None:
@@ -43,7 +35,7 @@ def test_engine_proves_with_abc_evaluated_by_the_prover(tmp_path) -> None:
         assert eng.wait_idle(WAIT), "jobs did not finish"
     finally:
         eng.stop(drain=True)
-    evs = _drain(q)
+    evs = drain(q)
     assert any('abc_eval = "gpu" on the cpu backend' in line and "on the CPU" in line for line in lines)
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == len(jobs) and all(e["verified"] for e in done)

@@ -8,6 +8,7 @@ import secrets
 
 import numpy as np
 import pytest
+from engine_events import drain
 
 from kernels.backend import cuda_unavailable_reason
 
@@ -80,7 +81,6 @@ def test_engine_on_cuda_proves_with_gpu_abc_eval(tmp_path) -> None:
     witness, the prover evaluates a, b, c on its device; proofs verify, the "abc" group is
     timed on the device, and a partition holds the compact mode's bytes."""
     import os
-    import queue
 
     from engine.config import EngineConfig
     from engine.pipeline.circuits import resolve
@@ -97,12 +97,7 @@ def test_engine_on_cuda_proves_with_gpu_abc_eval(tmp_path) -> None:
         assert eng.wait_idle(600), "job did not finish"
     finally:
         eng.stop(drain=True)
-    evs = []
-    while True:
-        try:
-            evs.append(q.get_nowait())
-        except queue.Empty:
-            break
+    evs = drain(q)
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == 1 and done[0]["verified"]
     circuit = resolve("small", os.path.join(str(tmp_path), "circuits"))

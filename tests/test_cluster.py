@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+from engine_events import drain
+from processes import alive, children
 
 pytest.importorskip("distributed")
 
@@ -85,31 +87,11 @@ class Proc:
         return self.p.returncode
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                raw = Path(f"/proc/{d}/stat").read_text()
-            except OSError:
-                continue
-            fields = raw[raw.rfind(")") + 2:].split()
-            if int(fields[1]) == pid and fields[0] != "Z":
-                out.append(int(d))
-    return out
-
-
 def _ended_within(pids: list[int], timeout: float) -> list[int]:
     """The pids still running (not gone, not zombies) after up to ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        left = []
-        for k in pids:
-            try:
-                if Path(f"/proc/{k}/stat").read_text().split(") ")[1][0] != "Z":
-                    left.append(k)
-            except OSError:
-                pass
+        left = [k for k in pids if alive(k)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.2)
@@ -215,7 +197,7 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_no_proof(farm):
     farm_.start()
     victim = farm["workers"]["hA"]
     pid = victim.p.pid
-    kids = _children(pid)
+    kids = children(pid)
     assert kids, "the host engine's worker processes"
     events: list[dict] = []
     try:
@@ -238,11 +220,7 @@ def test_a_worker_killed_mid_job_loses_and_duplicates_no_proof(farm):
         assert farm_.wait_idle(180)
     finally:
         farm_.stop(drain=False)
-    while True:
-        try:
-            events.append(q.get_nowait())
-        except queue.Empty:
-            break
+    events += drain(q)
     victim.p.wait(10)
     done = [e for e in events if e["kind"] == "proof_done"]
     jobs = [e["job"] for e in done]
@@ -428,7 +406,7 @@ def test_the_scheduler_going_away_is_one_line_not_a_hang(farm):
     f.start()
     f.submit(PRESET, PARTS, 99)
     live = [w for w in farm["workers"].values() if w.p.poll() is None]
-    kids = {w.p.pid: _children(w.p.pid) for w in live}
+    kids = {w.p.pid: children(w.p.pid) for w in live}
     farm["sched"].p.send_signal(signal.SIGTERM)
     t0 = time.monotonic()
     assert f.wait_idle(60)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_events import drain
 
 from engine.groth16 import examples
 from engine.groth16.keyfile import SECTIONS, KeyRoomError, key_file_size, room_needed
@@ -177,7 +178,6 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
     after the first partition: the restarted prover generates the key again and the job's
     proof verifies. No key file is written."""
     import os
-    import queue
     import signal
 
     from engine.config import EngineConfig
@@ -209,11 +209,7 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
         assert eng.wait_idle(120)
     finally:
         eng.stop()
-    while True:
-        try:
-            evs.append(q.get_nowait())
-        except queue.Empty:
-            break
+    evs += drain(q)
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == 2 and all(e["verified"] for e in done), done
     assert any(e["kind"] == "error" and f"pid {killed} died" in e["message"] for e in evs)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_events import drain
 
 from kernels.backend import cuda_unavailable_reason, get_backend
 
@@ -74,7 +75,6 @@ def test_engine_prover_generates_its_key_on_the_device_and_again_after_a_death(t
     INSECURE label first), every proof verifies; SIGKILL of the prover after the first proof:
     the restarted prover generates the key again (with progress) and the job's remaining
     partitions verify (the job's proof event says so)."""
-    import queue
     import shutil
     import signal
     from collections import namedtuple
@@ -103,11 +103,7 @@ def test_engine_prover_generates_its_key_on_the_device_and_again_after_a_death(t
         assert eng.wait_idle(300)
     finally:
         eng.stop()
-    while True:
-        try:
-            evs.append(q.get_nowait())
-        except queue.Empty:
-            break
+    evs += drain(q)
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == 1 and all(e["verified"] for e in done), done  # one per job
     assert not list(tmp_path.glob("*.pk"))  # no key file was written

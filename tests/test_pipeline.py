@@ -4,11 +4,11 @@ real proofs. Every property is checked on the event stream (exact maxima from st
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import time
 
 import pytest
+from engine_events import drain
 from engine_faults import INJECTED_KEY_FAILURE, Faults, engine
 
 from engine.config import EngineConfig
@@ -38,15 +38,6 @@ def make_cfg(params: str, **kw) -> EngineConfig:
     )
     base.update(kw)
     return EngineConfig(**base)
-
-
-def drain(q: queue.Queue) -> list[dict]:
-    out = []
-    while True:
-        try:
-            out.append(q.get_nowait())
-        except queue.Empty:
-            return out
 
 
 def run_jobs(cfg: EngineConfig, jobs: list[Job], faults: Faults | None = None) -> list[dict]:

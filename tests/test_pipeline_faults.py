@@ -5,7 +5,6 @@ its own; stall detection names a stopped worker; leftovers of dead runs are swep
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -14,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from engine_events import drain
+from processes import alive, children, semaphores_mapped_by
 
 from engine.config import EngineConfig
 from engine.pipeline.engine import Engine, Job
@@ -34,49 +35,6 @@ def make_cfg(params: str, **kw) -> EngineConfig:
                 param_cache=params, sample_interval_s=0.05)
     base.update(kw)
     return EngineConfig(**base)
-
-
-def children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (from /proc), excluding zombies."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{d}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rfind(")") + 2:].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(d))
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return raw[raw.rfind(")") + 2:].split()[0] != "Z"
-
-
-def semaphores_mapped_by(pid: int) -> set[str]:
-    """The /dev/shm/sem.mp-* names that process ``pid`` has open (matched by inode: glibc
-    maps a semaphore under the temporary name it created it with)."""
-    inodes = set()
-    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        parts = line.split(None, 5)
-        if len(parts) == 6 and parts[5].startswith(SHM_DIR + "/sem."):
-            inodes.add(int(parts[4]))
-    names = set()
-    for n in os.listdir(SHM_DIR):
-        if n.startswith(SEM_PREFIX):
-            try:
-                if os.stat(os.path.join(SHM_DIR, n)).st_ino in inodes:
-                    names.add(n)
-            except OSError:
-                pass
-    return names
 
 
 def start_run(params: str, tmp_path: Path, jobs: int) -> subprocess.Popen:
@@ -172,12 +130,7 @@ def test_next_start_sweeps_and_reports_what_a_dead_run_left(params, tmp_path):
     assert live and all(Path(SHM_DIR, n).exists() for n in live)
     said = [line for line in lines if line.startswith("swept what dead runs left")]
     assert len(said) == 1 and "1 shared-memory segment(s)" in said[0], lines
-    evs = []
-    while True:
-        try:
-            evs.append(q.get_nowait())
-        except queue.Empty:
-            break
+    evs = drain(q)
     counters = [e for e in evs if e["kind"] == "sample"][-1]["counters"]
     assert counters["stale_segments_swept"] == 1 and counters["stale_semaphores_swept"] >= 1
     live_q.close()
@@ -206,11 +159,7 @@ def test_a_stopped_worker_is_reported_stalled_and_retried(params):
         if stopped is not None and alive(stopped):
             os.kill(stopped, signal.SIGCONT)
         eng.stop()
-    while True:
-        try:
-            evs.append(q.get_nowait())
-        except queue.Empty:
-            break
+    evs += drain(q)
     stalls = [e for e in evs if e["kind"] == "error" and "stalled" in e["message"]]
     assert stalls and "is stopped (state T)" in stalls[0]["message"], stalls
     assert f"pid {stopped}" in stalls[0]["message"]

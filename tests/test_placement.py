@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from engine_events import drain
 
 from engine.pipeline.placement import (
     cpulist_text,
@@ -188,7 +189,6 @@ def params(tmp_path_factory):
 def _prove_tiny(params: str, **cfg_kw):
     """Run one tiny job of two partitions on the cpu backend; (engine, events, progress lines,
     each synthesis worker's CPUs read from the live process)."""
-    import queue as _queue
 
     from engine.config import EngineConfig
     from engine.pipeline.engine import Engine, Job
@@ -207,12 +207,7 @@ def _prove_tiny(params: str, **cfg_kw):
         assert eng.wait_idle(240), "the job did not finish"
     finally:
         eng.stop(drain=True)
-    evs = []
-    while True:
-        try:
-            evs.append(q.get_nowait())
-        except _queue.Empty:
-            break
+    evs = drain(q)
     assert list_ours(prefix_for(os.getpid())) == []  # nothing left in /dev/shm
     return eng, evs, lines, affinity
 
@@ -243,7 +238,6 @@ def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path
     Then: synthesis worker 0 runs on the first CPU and worker 1 on the second, the engine says
     the placement, both keys are made concurrently with progress lines naming their prover, and
     the job's proof verifies."""
-    import queue as _queue
 
     from engine.config import EngineConfig
     from engine.groth16.setup import INSECURE_LABEL
@@ -291,12 +285,7 @@ def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path
         assert eng.wait_idle(240), "the job did not finish"
     finally:
         eng.stop()
-    evs = []
-    while True:
-        try:
-            evs.append(q.get_nowait())
-        except _queue.Empty:
-            break
+    evs = drain(q)
     assert list_ours(prefix_for(os.getpid())) == []  # nothing left in /dev/shm
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == 1 and done[0]["verified"], done
