@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("textual")  # the device machine has no Textual: skip, so -m gpu collects there
 
+from app_pilot import wait_for
 from test_app_fakes import FakeEngine
 
 from app.console import SealtopApp
@@ -35,16 +36,6 @@ def replay_app(autoplay: bool = False) -> SealtopApp:
 
 def live_app(engine: FakeEngine, **kw) -> SealtopApp:
     return SealtopApp("live", engine_factory=lambda: engine, autofeed=0, **kw)
-
-
-async def wait_for(pilot, cond, timeout: float = 10.0) -> None:
-    """Let the app run until cond() holds (the engine bridge is a thread)."""
-    waited = 0.0
-    while not cond():
-        if waited > timeout:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.05)
-        waited += 0.05
 
 
 def text_of(widget, width: int = 160) -> str:

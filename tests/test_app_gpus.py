@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from textual.geometry import Region  # noqa: E402
+from app_pilot import outside, screen_lines  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
 from app.session_io import Session, load_session  # noqa: E402
@@ -45,24 +45,6 @@ def synthetic(n: int, rng: random.Random) -> Session:
                           "power_w": round(rng.uniform(80, 700), 1),
                           "temp_c": round(rng.uniform(30, 85), 1)} for i in range(n)]
     return Session(f"synthetic-{n}-gpus.jsonl", events)
-
-
-def screen_lines(app: SealtopApp) -> list[str]:
-    strips = app.screen._compositor.render_strips()
-    return ["".join(seg.text for seg in strip) for strip in strips]
-
-
-def outside(app: SealtopApp) -> list[str]:
-    w, h = app.size
-    screen = Region(0, 0, w, h)
-    bad = []
-    for widget in app.screen.walk_children():
-        if not widget.display or not widget.is_mounted:
-            continue
-        r = widget.region
-        if r.area and screen.intersection(r) != r:
-            bad.append(f"{widget!r} at {r}")
-    return bad
 
 
 def panel_text(app: SealtopApp, panel: GpuPanel) -> list[str]:

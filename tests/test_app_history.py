@@ -55,7 +55,7 @@ async def test_history_screen_draws_graphs():
         await pilot.press("h")
         await pilot.pause(0.3)
         assert isinstance(app.screen, HistoryScreen)
-        from test_app_layout import screen_lines
+        from app_pilot import screen_lines
 
         text = "\n".join(screen_lines(app))
         assert "throughput (proofs/min, 60 s window)" in text and "GPU busy" in text

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("textual")
 
+from app_pilot import outside, screen_lines  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
-from textual.geometry import Region  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
 from app.session_io import load_session  # noqa: E402
@@ -25,26 +25,6 @@ from app.widgets.proofs import ProofsTable  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 SIZES = [(80, 24), (120, 40), (200, 60)]
-
-
-def screen_lines(app: SealtopApp) -> list[str]:
-    """The screen's text, one string per terminal line."""
-    strips = app.screen._compositor.render_strips()
-    return ["".join(seg.text for seg in strip) for strip in strips]
-
-
-def outside(app: SealtopApp) -> list[str]:
-    """The displayed widgets whose region is not inside the screen."""
-    w, h = app.size
-    screen = Region(0, 0, w, h)
-    bad = []
-    for widget in app.screen.walk_children():
-        if not widget.display or not widget.is_mounted:
-            continue
-        r = widget.region
-        if r.area and screen.intersection(r) != r:
-            bad.append(f"{widget!r} at {r}")
-    return bad
 
 
 def replay_app() -> SealtopApp:

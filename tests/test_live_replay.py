@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from app_pilot import wait_for  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
@@ -22,15 +23,7 @@ from engine.stream.schema import SCHEMA_VERSION  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 SIZE = (160, 48)
-
-
-async def wait_for(pilot, cond, timeout: float = 15.0) -> None:
-    waited = 0.0
-    while not cond():
-        if waited > timeout:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.05)
-        waited += 0.05
+WAIT = 15.0  # seconds for the live bridge to deliver
 
 
 async def test_a_live_session_and_its_replay_end_in_identical_states(tmp_path):
@@ -39,14 +32,15 @@ async def test_a_live_session_and_its_replay_end_in_identical_states(tmp_path):
     rec = tmp_path / "live.jsonl"
     app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0, record=str(rec))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.state.events >= len(events) and app.engine is not None)
+        await wait_for(pilot, lambda: app.state.events >= len(events) and app.engine is not None,
+                       WAIT)
         workers = eng.knobs["partition_workers"]
         await pilot.press("W")  # an operator action the engine confirms with a knob event
-        await wait_for(pilot, lambda: app.state.knobs["partition_workers"] == workers + 1)
+        await wait_for(pilot, lambda: app.state.knobs["partition_workers"] == workers + 1, WAIT)
         app.set_knob("partition_workers", 0)  # refused: a console line
         app.set_refresh(0.5)  # a console notice
         app.stop_engine(True)
-        await wait_for(pilot, lambda: app.state.stopped)
+        await wait_for(pilot, lambda: app.state.stopped, WAIT)
         await pilot.pause(0.2)
         live: DashboardState = copy.deepcopy(app.state)
     texts = [e.text for e in live.log]
