@@ -1,9 +1,12 @@
-"""What /proc says about a run's processes, for the fault tests and scripts/faults.py: a
-process's children, whether one is still running, and the named semaphores it has open."""
+"""What a run leaves running, for the fault and cluster tests and scripts/faults.py: from /proc a
+process's children, whether one is still running and the named semaphores it has open; and the
+sealtop threads of this process that outlive what started them."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 from engine.pipeline.shm import SEM_PREFIX, SHM_DIR
@@ -56,3 +59,15 @@ def semaphores_mapped_by(pid: int) -> set[str]:
             except OSError:
                 pass
     return names
+
+
+def threads_left(before: set[int], timeout: float = 10.0) -> list[str]:
+    """The names of this process's ``sealtop*`` threads that are not in ``before`` (thread
+    idents taken earlier) and still run after up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [t.name for t in threading.enumerate()
+                if t.ident not in before and t.name.startswith("sealtop")]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)

@@ -15,13 +15,12 @@ import pytest
 pytest.importorskip("textual")
 pytest.importorskip("distributed")
 
+from processes import threads_left  # noqa: E402
 from test_cluster import Proc, _free_port, _until  # noqa: E402
-from test_cluster_hosts_view import _farm_file, _text, snapshot  # noqa: E402, F401
+from test_cluster_hosts_view import _text, farm_replay, open_hosts, snapshot  # noqa: E402, F401
 
-from app.console import SealtopApp  # noqa: E402
 from app.main import build_app  # noqa: E402
-from app.screens.hosts import HostDashboardScreen, HostsScreen  # noqa: E402
-from app.session_io import load_session  # noqa: E402
+from app.screens.hosts import HostDashboardScreen  # noqa: E402
 
 
 async def test_the_scheduler_going_away_is_one_line_in_the_console(tmp_path, monkeypatch):
@@ -55,26 +54,17 @@ async def test_the_scheduler_going_away_is_one_line_in_the_console(tmp_path, mon
             t0 = time.monotonic()
             await pilot.press("q")
         assert time.monotonic() - t0 < 15
-        deadline = time.monotonic() + 10
-        while True:
-            left = [t.name for t in threading.enumerate()
-                    if t.ident not in before and t.name.startswith("sealtop")]
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert left == []
+        assert threads_left(before) == []
     finally:
         assert sched.end() is not None
 
 
 def test_host_drill_down_snapshot(snap_compare, tmp_path):
     """hB's dashboard over a replayed farm session, at 80x24."""
-    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    app = farm_replay(tmp_path)
 
     async def run_before(pilot) -> None:
-        await pilot.pause(0.2)
-        app.push_screen(HostsScreen())
-        await pilot.pause(0.2)
+        await open_hosts(pilot, app, 0.2)
         await pilot.press("down", "enter")
         await pilot.pause(0.5)
         # the one-line log at its newest line, as it follows once laid out (on a loaded machine
@@ -108,11 +98,9 @@ async def test_drill_down_keys_over_a_replay(tmp_path):
     back to it, Esc back to the hosts; a maximized panel is restored by Esc first."""
     from app.screens.history import HistoryScreen
 
-    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    app = farm_replay(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.2)
-        app.push_screen(HostsScreen())
-        await pilot.pause(0.2)
+        await open_hosts(pilot, app, 0.2)
         hosts = app.screen
         await pilot.press("down", "enter")
         await pilot.pause(0.2)

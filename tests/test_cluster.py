@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from engine_events import drain
-from processes import alive, children
+from processes import alive, children, threads_left
 
 pytest.importorskip("distributed")
 
@@ -368,14 +368,7 @@ async def test_the_console_on_the_farm(farm, tmp_path):
                                         == chan[h] + 1 for h in hosts), 20, "every channel")
         await pilot.press("q")
     assert app.engine is None  # stopped as the app ended
-    deadline = time.monotonic() + 10
-    while True:  # the farm client's threads end with it
-        left = [t.name for t in threading.enumerate()
-                if t.ident not in before and t.name.startswith("sealtop")]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert left == []
+    assert threads_left(before) == []  # the farm client's threads end with it
 
     # the recording has every host's knob events, tagged with the host that made them
     events = read_recording(rec).events

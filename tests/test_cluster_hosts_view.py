@@ -44,6 +44,18 @@ def _farm_file(tmp_path: Path) -> Path:
     return path
 
 
+def farm_replay(tmp_path: Path) -> SealtopApp:
+    """The console replaying the recorded farm session, paused at its start."""
+    return SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+
+
+async def open_hosts(pilot, app: SealtopApp, settle: float = 0.3) -> None:
+    """Let the replay mount, open the hosts view and give it ``settle`` seconds to draw."""
+    await pilot.pause(0.2)
+    app.push_screen(HostsScreen())
+    await pilot.pause(settle)
+
+
 def _text(widget) -> str:
     """What a Static shows, as plain text lines (Rich renderables rendered at its width)."""
     from rich.console import Console
@@ -55,7 +67,7 @@ def _text(widget) -> str:
 
 
 async def test_hosts_view_rows_and_layout(tmp_path):
-    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    app = farm_replay(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.2)
         names = [c.title for c in app.get_system_commands(app.screen)]
@@ -96,19 +108,15 @@ async def test_a_local_session_has_no_hosts():
     app = SealtopApp("replay", session=load_session(Path(__file__).parent / "data" /
                                                     "session_fixture.jsonl"), autoplay=False)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
-        app.push_screen(HostsScreen())
-        await pilot.pause(0.2)
+        await open_hosts(pilot, app, 0.2)
         assert "no farm hosts" in _text(app.screen.query_one("#hosts-table"))
 
 
 def test_hosts_view_snapshot(snap_compare, tmp_path):
-    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    app = farm_replay(tmp_path)
 
     async def run_before(pilot) -> None:
-        await pilot.pause(0.2)
-        app.push_screen(HostsScreen())
-        await pilot.pause(0.3)
+        await open_hosts(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -116,11 +124,9 @@ def test_hosts_view_snapshot(snap_compare, tmp_path):
 async def test_hosts_view_at_80_columns(tmp_path):
     """At 80x24 the table is the compact one: every column of a row still shows (the stages'
     counts in one), within the width, and the key line says where knobs go."""
-    app = SealtopApp("replay", session=load_session(_farm_file(tmp_path)), autoplay=False)
+    app = farm_replay(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.2)
-        app.push_screen(HostsScreen())
-        await pilot.pause(0.3)
+        await open_hosts(pilot, app)
         screen = app.screen
         table = screen.query_one("#hosts-table")
         assert table.region.width == 80 and table.region.bottom <= 24
