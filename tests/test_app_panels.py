@@ -175,3 +175,25 @@ async def test_event_log_opens_at_its_newest_line():
         assert log.follow and log.scroll_y == log.max_scroll_y > 0
         last = log.render_line(log.size.height - 1).text
         assert app.state.log[-1].text[:40] in last
+
+
+async def test_proofs_title_names_the_timers_unit_when_the_bar_is_left_out():
+    """At 80x24 the breakdown bar, whose header says "mean ms per partition", does not fit: the
+    table's title says it instead; at 200x60 the bar's header does, and the title does not."""
+    from app.console import SealtopApp
+    from app.session_io import load_session
+    from app.widgets.proofs import ProofsTable
+
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        table = app.screen.query_one(ProofsTable)
+        assert "bar" not in [k for k, _, _ in table.columns]
+        assert str(table.border_title).endswith("  timers: mean ms per partition")
+        await pilot.resize_terminal(200, 60)
+        await pilot.pause(0.3)
+        app.request_render()
+        await pilot.pause(0.2)
+        assert "bar" in [k for k, _, _ in table.columns]
+        assert "ms" not in str(table.border_title)
+        assert "breakdown (mean ms per partition)" in table.render_line(0).text

@@ -130,7 +130,9 @@ class DashboardScreen(Screen):
         label = dict((k, lbl) for k, lbl, _ in COLUMNS).get(table.sort_key, table.sort_key)
         shown = (f"{min(table.total_matching, 200)} of {len(state.jobs)}"
                  if table.total_matching > 200 or table.filter_text else f"{len(state.jobs)}")
-        title = f"4 proofs ({shown})  sort {label} {arrow}{f}"
+        # the timers' unit, said once: in the breakdown bar's header, or here when it is left out
+        unit = "" if any(k == "bar" for k, _, _ in table.columns) else "  timers: mean ms per partition"
+        title = f"4 proofs ({shown})  sort {label} {arrow}{f}{unit}"
         if table.border_title != title:  # a title change repaints the whole table
             table.border_title = title
 
