@@ -11,12 +11,17 @@ this module, so the spawned process imports it by name (the test's sys.path trav
 * ``key_load_delay_s``: every key load in the prover sleeps this long first (inside the load's
   own timer, as a slow disk would);
 * ``key_load_fail``: provers (``cpu0``, ``gpu1``...) whose key loads raise.
+
+``signal_worker_at`` sends a signal to one of a running engine's workers at a chosen moment of
+its stream (SIGKILL after the first proven partition, SIGSTOP while one is on the GPU).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+import queue
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +53,20 @@ def engine(config: EngineConfig, faults: Faults | None = None, **kw: Any) -> Eng
     if faults is None:
         return Engine(config, **kw)
     return Engine(config, mains=faults.mains(), **kw)
+
+
+def signal_worker_at(eng: Engine, q: queue.Queue[Any], worker: str, stage: str, sig: int,
+                     timeout: float) -> tuple[int, list[dict]]:
+    """Read the subscription ``q`` until a partition enters ``stage``, then send ``sig`` to the
+    worker named ``worker`` (``cpu0``, ``gpu0``...); (its pid, the events read until then)."""
+    evs: list[dict] = []
+    while True:
+        e = q.get(timeout=timeout)
+        evs.append(e)
+        if e["kind"] == "stage" and e["stage"] == stage:
+            pid = eng.worker_pids()[worker]
+            os.kill(pid, sig)
+            return pid, evs
 
 
 class _CorruptingResults:

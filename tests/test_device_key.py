@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from engine_events import drain
+from engine_faults import signal_worker_at
 
 from engine.groth16 import examples
 from engine.groth16.keyfile import SECTIONS, KeyRoomError, key_file_size, room_needed
@@ -177,7 +178,6 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
     key comes back with its answer and the proofs verify against it; SIGKILL of the prover
     after the first partition: the restarted prover generates the key again and the job's
     proof verifies. No key file is written."""
-    import os
     import signal
 
     from engine.config import EngineConfig
@@ -194,16 +194,9 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
     eng = Engine(cfg, progress=lines.append)
     q = eng.subscribe()
     eng.start()
-    evs: list[dict] = []
-    killed = None
     try:
         eng.submit(Job("chain-256", 3))
-        while killed is None:
-            e = q.get(timeout=120)
-            evs.append(e)
-            if e["kind"] == "stage" and e["stage"] == "done":
-                killed = eng.worker_pids()["cpu0"]
-                os.kill(killed, signal.SIGKILL)
+        killed, evs = signal_worker_at(eng, q, "cpu0", "done", signal.SIGKILL, 120)
         assert eng.wait_idle(120)
         eng.submit(Job("chain-256", 1))  # a later job learns the verifying key at submission
         assert eng.wait_idle(120)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from engine_events import drain
+from engine_faults import signal_worker_at
 
 from kernels.backend import cuda_unavailable_reason, get_backend
 
@@ -90,16 +91,10 @@ def test_engine_prover_generates_its_key_on_the_device_and_again_after_a_death(t
     eng = Engine(cfg, progress=lines.append)
     q = eng.subscribe()
     eng.start()
-    evs: list[dict] = []
-    killed = None
     try:
         eng.submit(Job("chain-4096", 4))
-        while killed is None:
-            e = q.get(timeout=300)
-            evs.append(e)
-            if e["kind"] == "stage" and e["stage"] == "done":  # the first partition proven
-                killed = eng.worker_pids()["gpu0"]
-                os.kill(killed, signal.SIGKILL)
+        # SIGKILL of the prover once the first partition is proven
+        killed, evs = signal_worker_at(eng, q, "gpu0", "done", signal.SIGKILL, 300)
         assert eng.wait_idle(300)
     finally:
         eng.stop()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from engine_events import drain
+from engine_faults import signal_worker_at
 from processes import alive, children, semaphores_mapped_by
 
 from engine.config import EngineConfig
@@ -145,15 +146,9 @@ def test_a_stopped_worker_is_reported_stalled_and_retried(params):
     q = eng.subscribe()
     eng.start()
     stopped = None
-    evs: list[dict] = []
     try:
         eng.submit(Job(PRESET, 3))
-        while stopped is None:
-            e = q.get(timeout=WAIT)
-            evs.append(e)
-            if e["kind"] == "stage" and e["stage"] == "gpu":
-                stopped = eng.worker_pids()["cpu0"]
-                os.kill(stopped, signal.SIGSTOP)
+        stopped, evs = signal_worker_at(eng, q, "cpu0", "gpu", signal.SIGSTOP, WAIT)
         assert eng.wait_idle(WAIT)
     finally:
         if stopped is not None and alive(stopped):
