@@ -1,5 +1,6 @@
-"""Conversions from py_arkworks_bls12381's points (the independent oracle) to affine ints, in
-the tuple form kernels.cpu.convert turns into storage rows (None is the point at infinity)."""
+"""The independent oracles, in the forms the kernels' tests compare against: py_arkworks_bls12381's
+points as affine ints, in the tuple form kernels.cpu.convert turns into storage rows (None is the
+point at infinity), and Python integers' results for the field kernels' op codes."""
 
 from __future__ import annotations
 
@@ -29,4 +30,17 @@ def curve_table(g1_fn, g2_fn) -> dict:
     return {
         "g1": (g1_fn, ark.G1Point, ark_g1, g1_to_storage, g1_from_storage),
         "g2": (g2_fn, ark.G2Point, ark_g2, g2_to_storage, g2_from_storage),
+    }
+
+
+def binop_expected(a: list[int], b: list[int], mod: int) -> dict[int, list[int]]:
+    """Per op code of the field kernels' ``fr_binop`` / ``fp_binop``, the results from Python
+    integers: 0 a + b, 1 a - b, 2 a * b, 3 a², 4 a⁻¹ (Fermat; 0 stays 0), 5 -a, all mod ``mod``."""
+    return {
+        0: [(x + y) % mod for x, y in zip(a, b)],
+        1: [(x - y) % mod for x, y in zip(a, b)],
+        2: [x * y % mod for x, y in zip(a, b)],
+        3: [x * x % mod for x in a],
+        4: [pow(x, mod - 2, mod) for x in a],
+        5: [-x % mod for x in a],
     }
