@@ -40,6 +40,12 @@ def _transposed_products(indptr, indices, data, x, out):
             fr_store(out, col, fr_add(fr_load(out, col), fr_mul(fr_load(data, k), xr)))
 
 
+def _kernel_arrays(m: CSR) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """M's row pointer, column indices and coefficients, contiguous in the kernels' dtypes."""
+    return (np.ascontiguousarray(m.indptr, np.int64), np.ascontiguousarray(m.indices, np.int32),
+            np.ascontiguousarray(m.data, np.uint64))
+
+
 def _fr_vector(v: np.ndarray, n: int, what: str) -> np.ndarray:
     if v.dtype != np.uint64 or v.ndim != 2 or v.shape[1] != 4 or v.shape[0] < n:
         raise ValueError(f"{what} must be an Fr vector uint64[>= {n}, 4], got {v.dtype}{list(v.shape)}")
@@ -52,13 +58,7 @@ def matvec(m: CSR, z: np.ndarray) -> np.ndarray:
         raise ValueError(f"witness has {z.shape[0]} values but the matrix refers to more")
     z = _fr_vector(z, 0, "witness")
     out = np.empty((m.rows, 4), np.uint64)
-    _row_products(
-        np.ascontiguousarray(m.indptr, np.int64),
-        np.ascontiguousarray(m.indices, np.int32),
-        np.ascontiguousarray(m.data, np.uint64),
-        z,
-        out,
-    )
+    _row_products(*_kernel_arrays(m), z, out)
     return out
 
 
@@ -66,11 +66,5 @@ def matvec_transposed(m: CSR, x: np.ndarray, num_cols: int) -> np.ndarray:
     """``Mᵀ · x``: one Fr value per column (variable); x holds at least one value per row."""
     x = _fr_vector(x, m.rows, "row vector")
     out = np.zeros((num_cols, 4), np.uint64)
-    _transposed_products(
-        np.ascontiguousarray(m.indptr, np.int64),
-        np.ascontiguousarray(m.indices, np.int32),
-        np.ascontiguousarray(m.data, np.uint64),
-        x,
-        out,
-    )
+    _transposed_products(*_kernel_arrays(m), x, out)
     return out

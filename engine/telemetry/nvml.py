@@ -43,6 +43,15 @@ def _text(v: Any) -> Any:
     return v.decode() if isinstance(v, bytes) else v
 
 
+def _handle(index: int) -> tuple[Any, Any] | None:
+    """(the NVML module, GPU ``index``'s handle); None where NVML or that GPU is not there."""
+    nv = _nvml()
+    if nv is None:
+        return None
+    h = _safe(lambda: nv.nvmlDeviceGetHandleByIndex(index))
+    return None if h is None else (nv, h)
+
+
 def gpu_list() -> list[dict]:
     """[{"index", "name", "memory_total"}] for every GPU NVML sees; [] where there is none."""
     nv = _nvml()
@@ -69,12 +78,10 @@ def read_gpu(index: int) -> dict:
         "temp_c": None,
         "sm_clock_mhz": None,
     }
-    nv = _nvml()
-    if nv is None:
+    got = _handle(index)
+    if got is None:
         return reading
-    h = _safe(lambda: nv.nvmlDeviceGetHandleByIndex(index))
-    if h is None:
-        return reading
+    nv, h = got
     reading["util"] = _safe(lambda: nv.nvmlDeviceGetUtilizationRates(h).gpu)
     mem = _safe(lambda: nv.nvmlDeviceGetMemoryInfo(h))
     if mem is not None:
@@ -89,11 +96,9 @@ def read_gpu(index: int) -> dict:
 
 def pci_bus_id(index: int) -> str | None:
     """GPU ``index``'s PCI bus id as NVML gives it ("00000000:17:00.0"); None where unknown."""
-    nv = _nvml()
-    if nv is None:
+    got = _handle(index)
+    if got is None:
         return None
-    h = _safe(lambda: nv.nvmlDeviceGetHandleByIndex(index))
-    if h is None:
-        return None
+    nv, h = got
     bus = _safe(lambda: _text(nv.nvmlDeviceGetPciInfo(h).busId))
     return bus if isinstance(bus, str) and bus else None
