@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
+from app_pilot import wait_for  # noqa: E402
 from pytest_textual_snapshot import SVGImageExtension  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
 
@@ -41,12 +42,15 @@ def snapshot(snapshot):
     return snapshot
 
 
-async def _until(pilot, cond, timeout: float = 10.0) -> None:
-    waited = 0.0
-    while not cond() and waited < timeout:
-        await pilot.pause(0.05)
-        waited += 0.05
-    assert cond(), "the app did not reach the state to snapshot"
+def _replay_at(snap_compare, size: tuple[int, int], t: str = "2.5", **app_kw) -> bool:
+    """Snapshot of the fixture's replay paused at ``t`` seconds (partitions in flight)."""
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False, **app_kw)
+
+    async def run_before(pilot) -> None:
+        assert app.replay_seek(t)
+        await pilot.pause(0.2)
+
+    return snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 def test_dashboard_snapshot(snap_compare):
@@ -56,7 +60,7 @@ def test_dashboard_snapshot(snap_compare):
     app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0)
 
     async def run_before(pilot) -> None:
-        await _until(pilot, lambda: app.state.events >= len(events) and app.engine is not None)
+        await wait_for(pilot, lambda: app.state.events >= len(events) and app.engine is not None)
         app.request_render()
         await pilot.pause(0.2)
 
@@ -65,24 +69,12 @@ def test_dashboard_snapshot(snap_compare):
 
 def test_replay_snapshot(snap_compare):
     """Replay paused at 2.5 s: partitions in flight, the REPLAY badge and the control bar."""
-    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
-
-    async def run_before(pilot) -> None:
-        assert app.replay_seek("2.5")
-        await pilot.pause(0.2)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert _replay_at(snap_compare, SIZE)
 
 
 def test_replay_mono_theme_snapshot(snap_compare):
     """The high-contrast/no-colour theme: stages told apart by glyph."""
-    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False, theme="sealtop-mono")
-
-    async def run_before(pilot) -> None:
-        assert app.replay_seek("2.5")
-        await pilot.pause(0.2)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert _replay_at(snap_compare, SIZE, theme="sealtop-mono")
 
 
 def test_detail_snapshot(snap_compare):
@@ -110,13 +102,7 @@ def test_compare_snapshot(snap_compare):
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_replay_sizes_snapshot(snap_compare, size):
     """The dashboard as the layout adapts it: stacked and condensed at 80×24, full at 200×60."""
-    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
-
-    async def run_before(pilot) -> None:
-        assert app.replay_seek("2.5")
-        await pilot.pause(0.2)
-
-    assert snap_compare(app, terminal_size=size, run_before=run_before)
+    assert _replay_at(snap_compare, size)
 
 
 def test_help_replay_80x24_snapshot(snap_compare):
@@ -137,7 +123,7 @@ def test_readonly_footer_snapshot(snap_compare):
     app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0, readonly=True)
 
     async def run_before(pilot) -> None:
-        await _until(pilot, lambda: app.state.events >= len(events) and app.engine is not None)
+        await wait_for(pilot, lambda: app.state.events >= len(events) and app.engine is not None)
         app.request_render()
         await pilot.pause(0.2)
 
