@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from engine.groth16.compact import WitnessLayout
+from engine.groth16.compact import WitnessLayout, value_kind
 from engine.groth16.r1cs import CSR, R1CS
 from kernels.cpu.convert import to_mont_fr
 from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_eq, fr_load, fr_mul, fr_store, fr_sub
@@ -33,27 +33,16 @@ _ONE = np.array(FR_ONE, np.uint64)
 _NEG_ONE = to_mont_fr([-1])[0]
 
 
-@njit(cache=True, inline="always")
-def _flag(z, flags, i):
-    """flags[i] = 0 if z[i] == 0, 1 if z[i] == 1, else 2."""
-    if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
-        flags[i] = 0
-    elif z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]:
-        flags[i] = 1
-    else:
-        flags[i] = 2
-
-
 @njit(cache=True, parallel=True)
 def _value_flags(z, flags):
     for i in prange(z.shape[0]):
-        _flag(z, flags, i)
+        value_kind(z, flags, i)
 
 
 @njit(cache=True)
 def _value_flags_serial(z, flags):
     for i in range(z.shape[0]):
-        _flag(z, flags, i)
+        value_kind(z, flags, i)
 
 
 def value_flags(z: np.ndarray, flags: np.ndarray) -> None:

@@ -190,16 +190,22 @@ def compact_r1cs(r: R1CS) -> CompactR1CS:
     return CompactR1CS(r.num_inputs, r.num_vars, table, *out)
 
 
+@njit(cache=True, inline="always")
+def value_kind(z, kind, i):
+    """kind[i] = 0 if z_i == 0, 1 if z_i == 1, 2 otherwise: the three kinds of witness value the
+    compact form tells apart (synthesis flags its values with this too)."""
+    if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
+        kind[i] = 0
+    elif z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]:
+        kind[i] = 1
+    else:
+        kind[i] = 2
+
+
 @njit(cache=True, parallel=True)
-def _classify(z, one, kind):
-    """kind[i] = 0 if z_i == 0, 1 if z_i == 1, 2 otherwise."""
+def _classify(z, kind):
     for i in prange(z.shape[0]):
-        if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
-            kind[i] = 0
-        elif z[i, 0] == one[0] and z[i, 1] == one[1] and z[i, 2] == one[2] and z[i, 3] == one[3]:
-            kind[i] = 1
-        else:
-            kind[i] = 2
+        value_kind(z, kind, i)
 
 
 def compact_witness(z: np.ndarray) -> CompactWitness:
@@ -210,7 +216,7 @@ def compact_witness(z: np.ndarray) -> CompactWitness:
         raise CompactError(f"the witness has {z.shape[0]} values, int32 indices hold fewer than 2^31")
     z = np.ascontiguousarray(z)
     kind = np.empty(z.shape[0], np.uint8)
-    _classify(z, ONE_MONT, kind)
+    _classify(z, kind)
     gidx = np.flatnonzero(kind == 2).astype(np.int32)
     return CompactWitness(
         z.shape[0],
