@@ -1,12 +1,15 @@
-"""What a run leaves running, for the fault and cluster tests and scripts/faults.py: from /proc a
-process's children, whether one is still running and the named semaphores it has open; and the
-sealtop threads of this process that outlive what started them."""
+"""A run's processes as the fault, runner and cluster tests and scripts/faults.py see them: from
+/proc a process's children, whether one is still running and the named semaphores it has open;
+a child's stderr followed line by line; and the sealtop threads of this process that outlive
+what started them."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.pipeline.shm import SEM_PREFIX, SHM_DIR
@@ -59,6 +62,32 @@ def semaphores_mapped_by(pid: int) -> set[str]:
             except OSError:
                 pass
     return names
+
+
+@dataclass
+class Followed:
+    """A child's stderr as a daemon thread reads it: the ``lines`` so far, and ``seen``, set at
+    the first line that holds the marker."""
+
+    lines: list[str]
+    seen: threading.Event
+    thread: threading.Thread
+
+
+def follow_stderr(proc: subprocess.Popen, marker: str) -> Followed:
+    """Start reading ``proc``'s stderr (a text pipe) line by line on a daemon thread."""
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr or ():
+            lines.append(line)
+            if marker in line:
+                seen.set()
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return Followed(lines, seen, thread)
 
 
 def threads_left(before: set[int], timeout: float = 10.0) -> list[str]:

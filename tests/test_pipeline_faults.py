@@ -8,14 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from engine_events import drain
 from engine_faults import signal_worker_at
-from processes import alive, children, semaphores_mapped_by
+from processes import alive, children, follow_stderr, semaphores_mapped_by
 
 from engine.config import EngineConfig
 from engine.pipeline.engine import Engine, Job
@@ -51,18 +50,9 @@ def start_run(params: str, tmp_path: Path, jobs: int) -> subprocess.Popen:
                              "--jobs", str(jobs), "--record", str(tmp_path / "run.jsonl")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
-    lines: list[str] = []
-    first = threading.Event()
-
-    def read() -> None:
-        for line in proc.stderr:
-            lines.append(line)
-            if " done in " in line:
-                first.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    assert first.wait(WAIT), "".join(lines)
-    proc.lines = lines  # type: ignore[attr-defined]
+    err = follow_stderr(proc, " done in ")
+    assert err.seen.wait(WAIT), "".join(err.lines)
+    proc.lines = err.lines  # type: ignore[attr-defined]
     return proc
 
 

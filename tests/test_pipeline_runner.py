@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+from processes import follow_stderr
 
 from engine.runner import Bench, bench_matrix, bench_pipeline, replay_summary, run_headless
 
@@ -141,7 +142,6 @@ def test_a_stop_signal_stops_cleanly(tmp_path, params, capsys, signame, group):
     import signal
     import subprocess
     import sys
-    import threading
     import time
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -156,18 +156,8 @@ def test_a_stop_signal_stops_cleanly(tmp_path, params, capsys, signame, group):
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     # Interrupt once proofs are flowing (the first "done" line), far from the end of the run.
-    err_lines: list[str] = []
-    first_done = threading.Event()
-
-    def read_err() -> None:
-        for line in proc.stderr:
-            err_lines.append(line)
-            if " done in " in line:
-                first_done.set()
-
-    reader = threading.Thread(target=read_err, daemon=True)
-    reader.start()
-    assert first_done.wait(timeout=180), "".join(err_lines)
+    followed = follow_stderr(proc, " done in ")
+    assert followed.seen.wait(timeout=180), "".join(followed.lines)
     sig = getattr(signal, signame)
     if group:
         os.killpg(proc.pid, sig)
@@ -175,8 +165,8 @@ def test_a_stop_signal_stops_cleanly(tmp_path, params, capsys, signame, group):
         os.kill(proc.pid, sig)
     live = proc.stdout.read()  # drain, so the final table never blocks on a full pipe
     proc.wait(timeout=120)
-    reader.join(timeout=10)
-    err = "".join(err_lines)
+    followed.thread.join(timeout=10)
+    err = "".join(followed.lines)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"sealtop-{proc.pid}-")]
