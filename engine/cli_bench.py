@@ -178,6 +178,9 @@ def _add_bench_pipeline(bsub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set partition_workers=4 (repeatable; TOML values)")
     p.add_argument("--matrix", choices=("cuzk", "dealloc"), default=None, help="run a comparison table")
+    p.add_argument("--one-engine", action="store_true",
+                   help="with --matrix: every variant in one engine that keeps its keys, switching "
+                   "the knobs and policies between jobs (one session file with --record)")
     p.add_argument("--record", default=None, metavar="FILE",
                    help="record the run's events to a session file (with --matrix, one file per variant, "
                    "named FILE with the variant inserted before the extension)")
@@ -228,5 +231,8 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
         return bench_cluster(Bench(args.preset, args.jobs, args.json, args.config, overrides,
                                    args.record),
                              cluster_address(args.cluster))
-    b = Bench(args.preset, args.jobs, args.json, args.config, overrides, args.record, how)
+    if args.one_engine and not args.matrix:
+        raise CliError("--one-engine goes with --matrix")
+    b = Bench(args.preset, args.jobs, args.json, args.config, overrides, args.record, how,
+              args.one_engine)
     return bench_matrix(args.matrix, b) if args.matrix else bench_pipeline(b)

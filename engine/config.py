@@ -283,6 +283,18 @@ def validate_config(cfg: EngineConfig) -> EngineConfig:
     return EngineConfig(**values)
 
 
+# Policies the engine reads afresh for each partition it admits, so a benchmark may switch them
+# between jobs in one engine that keeps its keys (Engine.set_policy); never while one is in flight.
+POLICIES = ("permit_release", "dealloc")
+
+
+def check_policy(name: str, value: Any) -> Any:
+    """Validate a between-jobs policy value the same way the file is validated; ValueError if bad."""
+    if name not in POLICIES:
+        raise ValueError(f"unknown policy {name!r} (policies: {', '.join(POLICIES)})")
+    return validate(name, value)
+
+
 def check_knob(name: str, value: Any) -> Any:
     """Validate a live knob value the same way the file is validated; ValueError if bad."""
     if name not in KNOBS:

@@ -147,10 +147,12 @@ def run_engine(
     record: str | os.PathLike[str] | None = None,
     progress: TextIO | None = sys.stderr,
     watch: Watch = Watch(),
+    plan: Callable[[Any], None] | None = None,
 ) -> tuple[int, list[dict]]:
     """Run ``jobs`` jobs of the config's preset to completion; (exit code, events). ``watch``
     says whether /metrics is served and whether the engine offers its socket to
-    `sealtop attach` and `sealtop serve` for the run."""
+    `sealtop attach` and `sealtop serve` for the run. ``plan``, when given, submits the
+    ``jobs`` jobs itself (it is handed the started Engine) in place of submitting them at once."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
     from engine.pipeline.engine import Engine, EngineError, Job
 
@@ -187,6 +189,9 @@ def run_engine(
         if progress is not None:
             print(f"engine started ({cfg.preset}, {jobs} job(s) of {cfg.partitions} partitions); "
                   "making or loading the proving key...", file=progress, flush=True)
+        if plan is not None:
+            plan(eng)
+            return
         for i in range(jobs):
             eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed + i))
 
@@ -289,7 +294,7 @@ def replay_summary(path: str) -> int:
 class Bench:
     """What `sealtop bench pipeline` was asked, local or on a farm: the preset, how many jobs,
     where the JSON report goes, the config file and its ``--set`` overrides, a recording, and
-    what watches the run."""
+    what watches the run, and whether a comparison's variants share one engine."""
 
     preset: str
     jobs: int
@@ -298,6 +303,7 @@ class Bench:
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
     record: str | None = None
     watch: Watch = dataclasses.field(default_factory=Watch)
+    one_engine: bool = False  # --matrix: every variant in one engine that keeps its keys
 
     def config(self) -> EngineConfig | None:
         """The config file (or the defaults) with the preset and the overrides set; None after
@@ -437,6 +443,98 @@ def memory_model(
     }
 
 
+def _row(label: str, over: dict[str, Any], code: int, events: list[dict],
+         bytes_per_partition: int) -> dict[str, Any]:
+    """One variant's numbers, from its events: what the comparison tables print and report."""
+    s = run_summary(events)
+    recs = partitions(events).values()
+    n = max(1, len(recs))
+    return {
+        "variant": label,
+        "overrides": over,
+        "exit_code": code,
+        "s_per_proof": s.s_per_proof,
+        "steady_s_per_proof": s.steady_s_per_proof,
+        "peak_total": s.peak_total,
+        "peak_shm": s.peak_shm,
+        "bytes_per_partition": bytes_per_partition,
+        "gpu_busy_pct": s.gpu_busy_pct,
+        "kernel_busy_pct": s.kernel_busy_pct,
+        "mean_wrapper_ms": s.wrapper_ms / n,
+        "mean_call_ms": s.call_ms / n,
+        "mean_kernel_ms": s.kernel_ms / n,
+        "mean_dealloc_ms": sum(r.ms.get("dealloc", 0.0) for r in recs) / n,
+        "jobs_verified": s.jobs_verified,
+        "partitions": [
+            {"job": r.job, "partition": r.partition, "ms": r.ms, "total_ms": r.total_ms}
+            for r in recs
+        ],
+    }
+
+
+def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
+                           ) -> tuple[int, list[dict]]:
+    """Every variant in one engine that keeps its keys: before each variant's jobs the live
+    knobs (gpu_channel_capacity, ...) and the between-jobs policies (permit_release, dealloc)
+    are set, and the variant's jobs run to the end before the next. At a 32 GiB sector this
+    makes the device key once, not once per variant: one warm-up job first makes or loads the
+    keys and is no variant's row. Each row is computed from the events of its own stretch of
+    the one session (the session's start, then what follows the previous variant's last proof
+    up to its own last one); with a recording, the one session file."""
+    from engine.config import KNOBS, POLICIES
+    from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
+    from engine.pipeline.engine import Job
+
+    cfg = b.config()
+    if cfg is None:
+        return 2, []
+    bad = sorted({k for _, over in variants for k in over} - set(KNOBS) - set(POLICIES))
+    if bad:
+        say(f"sealtop: {', '.join(bad)} cannot change within one engine")
+        return 2, []
+    try:
+        circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
+    except PresetError as exc:
+        say(f"sealtop: {exc}")
+        return 2, []
+    owned: list[tuple[str, dict[str, Any], list[int]]] = []
+
+    def plan(eng: Any) -> None:
+        say("--- warm-up: one job makes or loads the keys and warms the provers (not a row)")
+        eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed))
+        while not eng.wait_idle(0.5):
+            pass
+        seed = cfg.seed + 1
+        for label, over in variants:
+            if signals.received():
+                break
+            say(f"--- {label} (same engine)")
+            for name, value in over.items():
+                (eng.set_knob if name in KNOBS else eng.set_policy)(name, value, "config")
+            ids = [eng.submit(Job(cfg.preset, cfg.partitions, seed + i)) for i in range(b.jobs)]
+            seed += b.jobs
+            owned.append((label, over, ids))
+            while not eng.wait_idle(0.5):
+                pass
+
+    code, events = run_engine(cfg, 1 + b.jobs * len(variants), b.record, watch=b.watch, plan=plan)
+    start = [e for e in events if e["kind"] == "session_start"]
+    rows: list[dict[str, Any]] = []
+    warm = min((e["job"] for e in events if e["kind"] == "job_submitted"), default=None)
+    after = max((e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") == warm),
+                default=float("-inf"))
+    for label, over, ids in owned:
+        mine = set(ids)
+        ends = [e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") in mine]
+        until = max(ends, default=float("inf"))
+        stretch = start + [e for e in events if after < e["t"] <= until
+                           and e["kind"] != "session_start"
+                           and ("job" not in e or e["job"] in mine)]
+        rows.append(_row(label, over, code, stretch, circuit.partition_bytes(cfg.abc_eval)))
+        after = until
+    return code, rows
+
+
 def _bench_rows(b: Bench, variants: list[tuple[str, dict[str, Any]]]) -> tuple[int, list[dict]]:
     """Run one pipeline per variant (label, overrides on top of ``b``'s); rows of the numbers
     benchmarks report. With a recording, each variant's events go to their own session file
@@ -465,32 +563,7 @@ def _bench_rows(b: Bench, variants: list[tuple[str, dict[str, Any]]]) -> tuple[i
         worst = max(worst, code)
         if not events:
             return code, rows
-        s = run_summary(events)
-        recs = partitions(events).values()
-        n = max(1, len(recs))
-        rows.append(
-            {
-                "variant": label,
-                "overrides": over,
-                "exit_code": code,
-                "s_per_proof": s.s_per_proof,
-                "steady_s_per_proof": s.steady_s_per_proof,
-                "peak_total": s.peak_total,
-                "peak_shm": s.peak_shm,
-                "bytes_per_partition": circuit.partition_bytes(cfg.abc_eval),
-                "gpu_busy_pct": s.gpu_busy_pct,
-                "kernel_busy_pct": s.kernel_busy_pct,
-                "mean_wrapper_ms": s.wrapper_ms / n,
-                "mean_call_ms": s.call_ms / n,
-                "mean_kernel_ms": s.kernel_ms / n,
-                "mean_dealloc_ms": sum(r.ms.get("dealloc", 0.0) for r in recs) / n,
-                "jobs_verified": s.jobs_verified,
-                "partitions": [
-                    {"job": r.job, "partition": r.partition, "ms": r.ms, "total_ms": r.total_ms}
-                    for r in recs
-                ],
-            }
-        )
+        rows.append(_row(label, over, code, events, circuit.partition_bytes(cfg.abc_eval)))
     return worst, rows
 
 
@@ -537,7 +610,7 @@ def bench_matrix(kind: str, b: Bench) -> int:
     else:
         say(f"sealtop: unknown comparison {kind!r} (choose cuzk or dealloc)")
         return 2
-    code, rows = _bench_rows(b, variants)
+    code, rows = (_bench_rows_one_engine if b.one_engine else _bench_rows)(b, variants)
     if rows:
         print(f"{kind} comparison, preset {b.preset}, {b.jobs} job(s) per variant")
         _print_rows(rows)

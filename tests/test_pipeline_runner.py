@@ -9,6 +9,7 @@ import json
 import pytest
 from processes import follow_stderr
 
+from engine.config import EngineConfig
 from engine.runner import Bench, bench_matrix, bench_pipeline, replay_summary, run_headless
 
 
@@ -130,6 +131,68 @@ def test_bench_matrix_dealloc(tmp_path, params, capsys):
         assert replay_summary(str(tmp_path / f"runs.{variant}.jsonl")) == 0
         assert "verified" in capsys.readouterr().out
     assert bench_matrix("nope", Bench("chain-256", 1)) == 2
+
+
+def test_bench_matrix_in_one_engine_keeps_its_keys(tmp_path, params, capsys):
+    """--matrix cuzk --one-engine: one engine, one session, the key loaded once, a warm-up
+    job that is no row, then each variant's jobs under its own knobs and policies (knob events
+    from config), each row from its own stretch of the session, equal to what the session's
+    events of that variant's jobs say."""
+    from engine.stream.reader import read_recording
+    from engine.stream.summary import setting
+
+    out, rec = tmp_path / "m.json", tmp_path / "one.jsonl"
+    code = bench_matrix("cuzk", Bench(
+        "chain-256", 1, str(out),
+        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 2,
+                   "partition_workers": 2, "sample_interval_s": 0.05},
+        record=str(rec), one_engine=True))
+    assert code == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["variant"] for r in rows] == [
+        "capacity=1 permit=delivered", "capacity=1 permit=synthesized",
+        "capacity=2 permit=delivered", "capacity=2 permit=synthesized"]
+    assert all(r["jobs_verified"] == 1 and len(r["partitions"]) == 2 for r in rows)
+    events = read_recording(str(rec)).events
+    assert sum(e["kind"] == "session_start" for e in events) == 1
+    assert not list(tmp_path.glob("one.*.jsonl"))  # no file per variant
+    done = [e for e in events if e["kind"] == "proof_done"]
+    assert len(done) == 1 + len(rows) and all(e["verified"] for e in done)
+    # each variant's jobs are the ones its row counts, and ran under its settings
+    warm = done[0]["job"]
+    assert all(p["job"] != warm for r in rows for p in r["partitions"])
+    for r, job in zip(rows, [e["job"] for e in done[1:]]):
+        assert {p["job"] for p in r["partitions"]} == {job}
+        before = [e for e in events if e["t"] <= next(
+            x["t"] for x in events if x["kind"] == "job_submitted" and x["job"] == job)]
+        assert setting(before, "permit_release") == r["overrides"]["permit_release"]
+        assert setting(before, "gpu_channel_capacity") == r["overrides"]["gpu_channel_capacity"]
+    knobs = [e for e in events if e["kind"] == "knob"]
+    assert knobs and all(e["source"] == "config" for e in knobs)
+    assert replay_summary(str(rec)) == 0
+    assert "cuzk comparison" in capsys.readouterr().out
+
+
+def test_a_policy_changes_only_between_jobs(params):
+    from engine.pipeline.engine import Engine, Job
+
+    cfg = EngineConfig(backend="cpu", devices=[], param_cache=params, partition_workers=1,
+                       preset="chain-256", partitions=1)
+    eng = Engine(cfg)
+    eng.start()
+    try:
+        eng.submit(Job("chain-256", 1, seed=3))
+        with pytest.raises(ValueError, match="only between jobs"):
+            eng.set_policy("dealloc", "sync")
+        assert eng.wait_idle(120)
+        with pytest.raises(ValueError):
+            eng.set_policy("dealloc", "sometimes")
+        with pytest.raises(ValueError, match="unknown policy"):
+            eng.set_policy("backend", "cuda")
+        eng.set_policy("dealloc", "sync")
+        assert eng.config.dealloc == "sync"
+    finally:
+        eng.stop(drain=False)
 
 
 @pytest.mark.parametrize("signame, group", [("SIGINT", True), ("SIGTERM", False)])

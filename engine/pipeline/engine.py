@@ -55,7 +55,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.config import EngineConfig, check_knob, validate_config
+from engine.config import EngineConfig, check_knob, check_policy, validate_config
 from engine.pipeline import proving
 from engine.pipeline.channel import BoundedChannel, ChannelClosed
 from engine.pipeline.circuits import circuit_cache_dir, resolve
@@ -445,6 +445,20 @@ class Engine:
         else:
             old = self.admission.set_budget(value)
         setattr(self.config, name, value)
+        self._emit(lambda t: events.knob(t, name, old, value, source))
+
+    def set_policy(self, name: str, value: str, source: str = "operator") -> None:
+        """Change permit_release or dealloc between jobs: a benchmark's variants run in one
+        engine that keeps its keys (at a 32 GiB sector a device key takes minutes to make).
+        Refused while a job is in flight, whose permits and buffers follow the policy they were
+        admitted under. A ``knob`` event records the change."""
+        value = check_policy(name, value)
+        with self._state:
+            busy = len(self._records.unended())
+            if busy:
+                raise ValueError(f"{name} changes only between jobs ({busy} partition(s) in flight)")
+            old = getattr(self.config, name)
+            setattr(self.config, name, value)
         self._emit(lambda t: events.knob(t, name, old, value, source))
 
     def pause(self) -> None:

@@ -223,8 +223,17 @@ def gap_split(done: Iterable[PartitionRecord], dealloc_in_wrapper: bool = False)
     return out
 
 
-def _session_config(events: Iterable[Event]) -> dict[str, Any]:
-    return next((e.get("config") or {} for e in events if e.get("kind") == "session_start"), {})
+def setting(events: Iterable[Event], name: str) -> Any:
+    """The value of setting ``name`` in force at the end of ``events``: the session's config,
+    changed by any ``knob`` event of that name (a live knob, or a policy switched between jobs)."""
+    value = None
+    for e in events:
+        k = e.get("kind")
+        if k == "session_start" and value is None:
+            value = (e.get("config") or {}).get(name)
+        elif k == "knob" and e.get("name") == name:
+            value = e.get("new")
+    return value
 
 
 def run_summary(events: list[Event]) -> RunSummary:
@@ -259,7 +268,7 @@ def run_summary(events: list[Event]) -> RunSummary:
         wrapper_ms=sum(r.ms.get("gpu_wrapper", 0.0) for r in done),
         call_ms=sum(r.ms.get("gpu_call", 0.0) for r in done),
         kernel_ms=sum(r.kernel_ms or 0.0 for r in done),
-        gap_split_ms=gap_split(done, _session_config(events).get("dealloc") == "sync"),
+        gap_split_ms=gap_split(done, setting(events, "dealloc") == "sync"),
         peak_total=peak_total,
         peak_shm=peak_shm,
         baseline_rss_anon=baseline_rss_anon(events),
