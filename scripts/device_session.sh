@@ -36,7 +36,10 @@
 #                  $JOBS32 jobs (default 1) of 10 partitions; the prover generates the key on the
 #                  GPU (the disk cannot hold it); GPU memory sampled by nvidia-smi every 0.5 s;
 #                  the session recorded (gzipped) and /dev/shm listed after; its time limit is
-#                  $PIPE32_S, else what is left until $CALL_END (epoch seconds), else 420 s
+#                  $PIPE32_S, else what is left until $CALL_END (epoch seconds), else 420 s;
+#                  $PIPE32_SET adds arguments: PIPE32_SET='--matrix dealloc --one-engine --set
+#                  abc_eval="cpu"' runs the dealloc matrix (or cuzk) in one engine that makes its
+#                  device key once (a warm-up job), then each variant's $JOBS32 jobs
 # The kernels step takes its --bench spec from $KERNELS_BENCH when set.
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
