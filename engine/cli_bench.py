@@ -215,7 +215,7 @@ def _overrides(pairs: Sequence[str]) -> dict:
 
 
 def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
-    from engine.runner import Bench, bench_matrix, bench_pipeline
+    from engine.bench_pipeline import Bench, bench_matrix, bench_pipeline
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")

@@ -330,7 +330,7 @@ def test_a_bad_value_is_one_line_through_toml_set_and_set_knob(monkeypatch_sessi
 @pytest.fixture(scope="module")
 def monkeypatch_session():
     """--set must refuse before a run starts: a run reaching the runner fails the test."""
-    import engine.runner as runner
+    import engine.bench_pipeline as runner
 
     mp = pytest.MonkeyPatch()
 

@@ -9,8 +9,9 @@ import json
 import pytest
 from processes import follow_stderr
 
+from engine.bench_pipeline import Bench, bench_matrix, bench_pipeline
 from engine.config import EngineConfig
-from engine.runner import Bench, bench_matrix, bench_pipeline, replay_summary, run_headless
+from engine.runner import replay_summary, run_headless
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,10 @@ import sys
 import time
 from typing import Any, TextIO
 
+from engine.bench_pipeline import Bench, write_report
 from engine.cluster import ClusterError
 from engine.config import ConfigError, EngineConfig, load_config
-from engine.runner import Bench, Sinks, drive, say, write_report
+from engine.runner import Sinks, drive, say
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
 from engine.stream.summary import render_all, run_summary
 

@@ -1,0 +1,351 @@
+"""`sealtop bench pipeline`: the engine on N jobs of a preset, with a JSON report of GPU busy %,
+seconds per proof, the wrapper-kernel gap and peak memory against the model; and its
+comparison tables (--matrix cuzk, --matrix dealloc), a run per variant or every variant in one
+engine that keeps its keys. The runs themselves go through engine.runner.run_engine, so a
+benchmark is a headless run with its numbers taken from the same event stream."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from engine import signals
+from engine.atomic import atomic_write
+from engine.config import ConfigError, EngineConfig, load_config
+from engine.runner import run_engine, say
+from engine.stream.summary import partitions, render_all, run_summary
+from engine.watchers import Watch
+from kernels.textfmt import fmt_bytes, table
+
+
+@dataclasses.dataclass(frozen=True)
+class Bench:
+    """What `sealtop bench pipeline` was asked, local or on a farm: the preset, how many jobs,
+    where the JSON report goes, the config file and its ``--set`` overrides, a recording, and
+    what watches the run, and whether a comparison's variants share one engine."""
+
+    preset: str
+    jobs: int
+    json_out: str | None = None
+    config_path: str | None = None
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    record: str | None = None
+    watch: Watch = dataclasses.field(default_factory=Watch)
+    one_engine: bool = False  # --matrix: every variant in one engine that keeps its keys
+
+    def config(self) -> EngineConfig | None:
+        """The config file (or the defaults) with the preset and the overrides set; None after
+        saying in one line why there is none (a bad file, an unknown setting)."""
+        try:
+            cfg = load_config(self.config_path) if self.config_path else EngineConfig()
+        except ConfigError as exc:
+            say(f"sealtop: {exc}")
+            return None
+        cfg.preset = self.preset
+        for k, v in self.overrides.items():
+            if not hasattr(cfg, k):
+                say(f"sealtop: unknown setting {k!r}")
+                return None
+            setattr(cfg, k, v)
+        return cfg
+
+
+def bench_pipeline(b: Bench) -> int:
+    """`sealtop bench pipeline --preset P --jobs N --json OUT`: a run plus a JSON report with
+    GPU busy %, seconds per proof, the wrapper-kernel gap and peak memory against the model
+    baseline + (partition_workers + capacity + GPU slots) × bytes per partition + key (see
+    :func:`memory_model`)."""
+    from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
+
+    cfg = b.config()
+    if cfg is None:
+        return 2
+    preset, jobs = b.preset, b.jobs
+    try:
+        circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
+    except PresetError as exc:
+        say(f"sealtop: {exc}")
+        return 2
+    t0 = time.perf_counter()
+    code, events = run_engine(cfg, jobs, b.record, watch=b.watch)
+    wall = time.perf_counter() - t0
+    if not events:
+        return code
+    print(render_all(events))
+    s = run_summary(events)
+    from engine.pipeline.proving import key_path
+
+    kp = key_path(cfg.param_cache_path(), circuit.name, circuit.r1cs)
+    key_bytes = kp.stat().st_size if kp.exists() else 0
+    per_part = circuit.partition_bytes(cfg.abc_eval)
+    backend = next(
+        (e["config"].get("backend_in_use") for e in events if e["kind"] == "session_start"),
+        None,
+    )
+    from kernels.backend import is_device_backend
+
+    devices = max(1, len(cfg.devices)) if is_device_backend(backend) else 1
+    slots = cfg.gpu_slots_per_device * devices
+    buffers = cfg.partition_workers + cfg.gpu_channel_capacity + slots
+    if cfg.memory_budget and per_part:  # the budget admits no more partitions than fit in it
+        buffers = min(buffers, cfg.memory_budget // per_part)
+    model_shm = buffers * per_part
+    mm = memory_model(s.baseline_rss_anon, buffers, per_part, key_bytes, backend)
+    model = mm["model_peak_bytes"]
+    old_model = model_shm + key_bytes
+    gap = s.wrapper_ms - s.kernel_ms
+    print(
+        f"memory model: baseline {fmt_bytes(mm['baseline_bytes'])} + partitions {buffers} × "
+        f"{fmt_bytes(per_part)} = {fmt_bytes(model_shm)} + key {fmt_bytes(mm['key_term_bytes'])} "
+        f"= {fmt_bytes(model)}; peak {fmt_bytes(s.peak_total)}"
+        + (f" = {s.peak_total / model:.2f}× model" if model else "")
+    )
+    print("  baseline: RssAnon sum of the engine's processes before the first synthesis")
+    print(f"  key term: {mm['key_term_basis']}")
+    report = {
+        "preset": preset,
+        "jobs": jobs,
+        "partitions_per_job": cfg.partitions,
+        "constraints_per_partition": circuit.constraints,
+        "config": cfg.to_dict(),
+        "backend_in_use": backend,
+        "summary": dataclasses.asdict(s),
+        "wrapper_minus_kernels_ms": gap,
+        "wrapper_minus_kernels_pct": 100.0 * gap / s.wrapper_ms if s.wrapper_ms else None,
+        "bytes_per_partition": per_part,
+        "key_bytes": key_bytes,
+        **mm,
+        "model_peak_shm_bytes": model_shm,
+        "peak_vs_model": s.peak_total / model if model else None,
+        "old_model_peak_bytes": old_model,  # (workers + capacity + slots) × bytes + key file
+        "peak_vs_old_model": s.peak_total / old_model if old_model else None,
+        "peak_shm_vs_model": s.peak_shm / model_shm if model_shm else None,
+        "partitions": [
+            {"job": r.job, "partition": r.partition, "ms": r.ms, "total_ms": r.total_ms}
+            for r in partitions(events).values()
+        ],
+        "wall_s": wall,
+        "exit_code": code,
+    }
+    if b.json_out:
+        write_report(b.json_out, report)
+    return code
+
+
+def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
+    """A bench run's JSON report, written whole or not at all. Its folder was checked before
+    the run (engine/cli.py), as every output file's is."""
+    with atomic_write(Path(path)) as f:
+        f.write(json.dumps(report, indent=2) + "\n")
+    say(f"report written to {path}")
+
+
+def memory_model(
+    baseline: int, buffers: int, per_part: int, key_bytes: int, backend: str | None
+) -> dict[str, Any]:
+    """Peak host memory (ΣRssAnon + shm) the pipeline should reach: the processes' measured
+    baseline + the partition buffers + the part of the key that is anonymous host memory.
+
+    The key term counts only what can be RssAnon. On a device backend (cuda) the key's tables
+    are uploaded to GPU memory and the key file is memory-mapped (page cache), so the term is 0.
+    On the cpu backend dense tables are read through the map (page cache) but sparse ones are
+    copied into anonymous memory; the key file size is the term there, an upper bound."""
+    from kernels.backend import is_device_backend
+
+    on_device = is_device_backend(backend)
+    if on_device:
+        key_term = 0
+        basis = (f"excluded (0 B): on {backend} the key's point tables live in GPU memory and the "
+                 "key file is memory-mapped (page cache); neither is RssAnon")
+    else:
+        key_term = key_bytes
+        basis = ("key file size, an upper bound: the cpu backend reads dense tables through the "
+                 "memory map (page cache) and copies sparse ones into anonymous memory")
+    return {
+        "model_peak_bytes": baseline + buffers * per_part + key_term,
+        "baseline_bytes": baseline,
+        "partition_term_bytes": buffers * per_part,
+        "key_term_bytes": key_term,
+        "key_term_counted": not on_device,
+        "key_term_basis": basis,
+    }
+
+
+def _row(label: str, over: dict[str, Any], code: int, events: list[dict],
+         bytes_per_partition: int) -> dict[str, Any]:
+    """One variant's numbers, from its events: what the comparison tables print and report."""
+    s = run_summary(events)
+    recs = partitions(events).values()
+    n = max(1, len(recs))
+    return {
+        "variant": label,
+        "overrides": over,
+        "exit_code": code,
+        "s_per_proof": s.s_per_proof,
+        "steady_s_per_proof": s.steady_s_per_proof,
+        "peak_total": s.peak_total,
+        "peak_shm": s.peak_shm,
+        "bytes_per_partition": bytes_per_partition,
+        "gpu_busy_pct": s.gpu_busy_pct,
+        "kernel_busy_pct": s.kernel_busy_pct,
+        "mean_wrapper_ms": s.wrapper_ms / n,
+        "mean_call_ms": s.call_ms / n,
+        "mean_kernel_ms": s.kernel_ms / n,
+        "mean_dealloc_ms": sum(r.ms.get("dealloc", 0.0) for r in recs) / n,
+        "jobs_verified": s.jobs_verified,
+        "partitions": [
+            {"job": r.job, "partition": r.partition, "ms": r.ms, "total_ms": r.total_ms}
+            for r in recs
+        ],
+    }
+
+
+def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
+                           ) -> tuple[int, list[dict]]:
+    """Every variant in one engine that keeps its keys: before each variant's jobs the live
+    knobs (gpu_channel_capacity, ...) and the between-jobs policies (permit_release, dealloc)
+    are set, and the variant's jobs run to the end before the next. At a 32 GiB sector this
+    makes the device key once, not once per variant: one warm-up job first makes or loads the
+    keys and is no variant's row. Each row is computed from the events of its own stretch of
+    the one session (the session's start, then what follows the previous variant's last proof
+    up to its own last one); with a recording, the one session file."""
+    from engine.config import KNOBS, POLICIES
+    from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
+    from engine.pipeline.engine import Job
+
+    cfg = b.config()
+    if cfg is None:
+        return 2, []
+    bad = sorted({k for _, over in variants for k in over} - set(KNOBS) - set(POLICIES))
+    if bad:
+        say(f"sealtop: {', '.join(bad)} cannot change within one engine")
+        return 2, []
+    try:
+        circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
+    except PresetError as exc:
+        say(f"sealtop: {exc}")
+        return 2, []
+    owned: list[tuple[str, dict[str, Any], list[int]]] = []
+
+    def plan(eng: Any) -> None:
+        say("--- warm-up: one job makes or loads the keys and warms the provers (not a row)")
+        eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed))
+        while not eng.wait_idle(0.5):
+            pass
+        seed = cfg.seed + 1
+        for label, over in variants:
+            if signals.received():
+                break
+            say(f"--- {label} (same engine)")
+            for name, value in over.items():
+                (eng.set_knob if name in KNOBS else eng.set_policy)(name, value, "config")
+            ids = [eng.submit(Job(cfg.preset, cfg.partitions, seed + i)) for i in range(b.jobs)]
+            seed += b.jobs
+            owned.append((label, over, ids))
+            while not eng.wait_idle(0.5):
+                pass
+
+    code, events = run_engine(cfg, 1 + b.jobs * len(variants), b.record, watch=b.watch, plan=plan)
+    start = [e for e in events if e["kind"] == "session_start"]
+    rows: list[dict[str, Any]] = []
+    warm = min((e["job"] for e in events if e["kind"] == "job_submitted"), default=None)
+    after = max((e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") == warm),
+                default=float("-inf"))
+    for label, over, ids in owned:
+        mine = set(ids)
+        ends = [e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") in mine]
+        until = max(ends, default=float("inf"))
+        stretch = start + [e for e in events if after < e["t"] <= until
+                           and e["kind"] != "session_start"
+                           and ("job" not in e or e["job"] in mine)]
+        rows.append(_row(label, over, code, stretch, circuit.partition_bytes(cfg.abc_eval)))
+        after = until
+    return code, rows
+
+
+def _bench_rows(b: Bench, variants: list[tuple[str, dict[str, Any]]]) -> tuple[int, list[dict]]:
+    """Run one pipeline per variant (label, overrides on top of ``b``'s); rows of the numbers
+    benchmarks report. With a recording, each variant's events go to their own session file
+    (see variant_path). ``b.watch`` applies to each variant's run in turn (one engine at a
+    time)."""
+    from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
+
+    cfg0 = b.config()
+    if cfg0 is None:
+        return 2, []
+    rows: list[dict[str, Any]] = []
+    worst = 0
+    for label, over in variants:
+        if signals.received():  # a stop signal ended the last variant: run no more
+            break
+        cfg = dataclasses.replace(cfg0, **over)
+        try:
+            circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
+        except PresetError as exc:
+            say(f"sealtop: {exc}")
+            return 2, rows
+        say(f"--- {label}")
+        code, events = run_engine(cfg, b.jobs,
+                                  variant_path(b.record, label) if b.record else None,
+                                  watch=b.watch)
+        worst = max(worst, code)
+        if not events:
+            return code, rows
+        rows.append(_row(label, over, code, events, circuit.partition_bytes(cfg.abc_eval)))
+    return worst, rows
+
+
+def variant_path(record: str, label: str) -> str:
+    """``record`` with the variant label inserted before its extension(s):
+    runs.jsonl.gz + 'dealloc=sync' -> runs.dealloc-sync.jsonl.gz."""
+    slug = "".join(ch if ch.isalnum() else "-" for ch in label).strip("-")
+    path = Path(record)
+    name = path.name
+    stem, dot, ext = name.partition(".")
+    return str(path.with_name(f"{stem}.{slug}{dot}{ext}" if dot else f"{stem}.{slug}"))
+
+
+def _print_rows(rows: list[dict]) -> None:
+    """The comparison table: one row per variant, seconds per proof and milliseconds."""
+    head = ["variant", "s/proof", "steady", "peak mem", "peak shm", "wrapper ms", "kernels ms",
+            "dealloc ms", "verified"]
+    body = []
+    for r in rows:
+        spp = "-" if r["s_per_proof"] is None else f"{r['s_per_proof']:.3f}"
+        steady = "-" if r.get("steady_s_per_proof") is None else f"{r['steady_s_per_proof']:.3f}"
+        body.append([r["variant"], spp, steady, fmt_bytes(r["peak_total"]), fmt_bytes(r["peak_shm"]),
+                     f"{r['mean_wrapper_ms']:.1f}", f"{r['mean_kernel_ms']:.1f}",
+                     f"{r['mean_dealloc_ms']:.2f}", str(r["jobs_verified"])])
+    print("\n".join(table(head, body, left=1, rule=True)))
+
+
+def bench_matrix(kind: str, b: Bench) -> int:
+    """The comparison tables, each a set of pipeline runs:
+
+    * ``cuzk``: gpu_channel_capacity {1, partition_workers} × permit_release {delivered,
+      synthesized}: peak memory and seconds per proof (the cuzk lesson);
+    * ``dealloc``: dealloc sync against async: how much the wrapper time grows.
+    """
+    workers = int(b.overrides.get("partition_workers", EngineConfig().partition_workers))
+    if kind == "cuzk":
+        variants = [
+            (f"capacity={cap} permit={pr}", {"gpu_channel_capacity": cap, "permit_release": pr})
+            for cap in sorted({1, workers})
+            for pr in ("delivered", "synthesized")
+        ]
+    elif kind == "dealloc":
+        variants = [(f"dealloc={m}", {"dealloc": m}) for m in ("async", "sync")]
+    else:
+        say(f"sealtop: unknown comparison {kind!r} (choose cuzk or dealloc)")
+        return 2
+    code, rows = (_bench_rows_one_engine if b.one_engine else _bench_rows)(b, variants)
+    if rows:
+        print(f"{kind} comparison, preset {b.preset}, {b.jobs} job(s) per variant")
+        _print_rows(rows)
+    if b.json_out and rows:
+        write_report(b.json_out, {"kind": kind, "preset": b.preset, "jobs": b.jobs, "rows": rows})
+    return code
