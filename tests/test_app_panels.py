@@ -45,6 +45,25 @@ def test_budget_line_draws_what_the_budget_counts_with_its_percent():
     assert bar.plain == "█" * full + "░" * (width - full)
 
 
+def test_budget_line_fits_a_narrow_panel():
+    """Under 30 cells (the 80x24 memory panel is 26) the head keeps within the width: the
+    percent loses its space, then goes (the bar shows it), rather than wrapping onto the bar's
+    line (a 32 GiB sector's 62.35 GiB / 62.40 GiB read "100" with "%" on the next line)."""
+    for _ in range(50):
+        budget = random.randint(1, 999 * 1024) * MiB
+        held = random.randint(0, budget)
+        width = random.randint(20, 29)
+        head, _ = budget_line(_state(held, budget), Palette(), width)
+        figures = f"{fmt_bytes(held)} / {fmt_bytes(budget)}"
+        pct = f"{100 * held / budget:.0f}"
+        assert head.plain in (f"{figures} {pct} %", f"{figures} {pct}%", figures)
+        assert head.cell_len <= width or head.plain == figures
+        if head.plain == figures:
+            assert len(figures) + len(pct) + 2 > width  # the percent really did not fit
+        elif head.plain.endswith(f" {pct}%"):
+            assert len(figures) + len(pct) + 3 > width
+
+
 def test_budget_line_says_unlimited_and_draws_no_bar():
     held = random.randint(0, 8 * 1024) * MiB
     head, bar = budget_line(_state(held, None), Palette(), 40)

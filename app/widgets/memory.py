@@ -33,7 +33,11 @@ def budget_line(state: DashboardState, pal: Palette, width: int) -> list[Text]:
         over = held > budget
         head.append(" / ", style=pal.dim)
         head.append(fmt_bytes(budget), style=pal.bad if over else "")
-        head.append(f" {100 * held / budget:.0f} %", style=pal.bad if over else "bold")
+        pct = f" {100 * held / budget:.0f} %"
+        if width < 30:  # a narrow panel (80x24): the percent as fits, else the bar says it
+            pct = next((p for p in (pct, pct.replace(" %", "%")) if head.cell_len + len(p) <= width),
+                       "")
+        head.append(pct, style=pal.bad if over else "bold")
         bar = meter(held / budget, width, style=pal.bad if over else pal.accent)
     else:
         head.append("  budget ", style=pal.dim)
