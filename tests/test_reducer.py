@@ -63,7 +63,7 @@ def test_max_holding_is_exact_from_stage_events(session):
     """The exact maximum of partitions holding buffers, recomputed independently."""
     stage_of: dict[tuple, str] = {}
     best = 0
-    holding = {"synthesizing", "waiting_gpu", "gpu", "deallocating"}
+    holding = {"synthesizing", "synthesized", "waiting_gpu", "gpu", "deallocating"}
     for e in session.events:
         if e["kind"] == "stage":
             stage_of[(e["job"], e["partition"])] = e["stage"]
@@ -95,6 +95,40 @@ def test_prefix_states_are_consistent(session):
         assert all(v >= 0 for v in counts.values())
         assert sum(counts.values()) == sum(j.partitions for j in s.jobs.values())
         assert s.holding() <= s.max_holding
+
+
+PIPELINE = ("queued", "synthesizing", "synthesized", "waiting_gpu", "gpu", "deallocating",
+            "finalizing", "done")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(PIPELINE), min_size=1, max_size=12))
+def test_a_running_job_reads_what_it_is_doing(stages):
+    """A job whose partitions have started reads its most advanced stage in flight (3/10 done,
+    one on the GPU and the rest queued is "gpu", not "queued"); queued only when none is in
+    flight; and the proofs table's stage cell and the detail's proof line say the same."""
+    from app.widgets.gantt import kernel_split
+    from app.widgets.proofrows import STAGE_WORDS
+    from app.widgets.render import Palette
+
+    n = len(stages)
+    evs = [E.job_submitted(0.0, 1, "porep-32g", n, 100)]
+    evs += [E.stage(0.0, 1, i, "queued", "scheduler") for i in range(n)]
+    evs += [E.stage(1.0 + i, 1, i, s, "w") for i, s in enumerate(stages) if s != "queued"]
+    job = reduce(evs).jobs[1]
+    flying = [s for s in stages if s not in ("queued", "done")]
+    if flying:
+        want = PIPELINE[max(PIPELINE.index(s) for s in flying)]
+    else:
+        # every partition done but no proof_done yet: not "done", which says verified
+        want = "finalizing" if all(s == "done" for s in stages) else "queued"
+    assert job.status == want
+    assert job.done_partitions == stages.count("done")
+    assert f"proof {want}" in kernel_split(job, Palette()).plain
+    assert want in STAGE_WORDS
+    if want == "finalizing":  # and done once the proof is reported verified
+        evs.append(E.proof_done(99.0, 1, "00" * 192 * n, True, 1.0))
+        assert reduce(evs).jobs[1].status == "done"
 
 
 def test_pause_resume_and_knob_log():

@@ -152,7 +152,7 @@ def test_outcomes_are_kept_apart(plan):
         elif how == "cancelled":
             assert r.reason is None and r.status == "cancelled"
         elif how == "running":
-            assert r.status == "queued"  # the least advanced partition holds it back
+            assert r.status == "gpu"  # what it does: its most advanced partition in flight
     n = {h: sum(1 for v in plan.values() if v == h) for h in want}
     assert f.proofs_bad == n["badproof"]
     assert f.proofs_cancelled == n["cancelled"]
@@ -187,6 +187,110 @@ def test_the_fold_refuses_what_does_not_fit():
     with pytest.raises(ValueError):
         f.apply(E.stage(0.0, 7, 0, "queued", "s"))  # no such job
     assert fold([E.stage(0.0, 7, 0, "queued", "s")]).jobs == {}  # summaries skip it
+
+
+def _paths(rng: random.Random, n: int, synthesized: bool) -> list[list[tuple[float, str]]]:
+    """Per partition, its stages with random times (a session with or without schema 4's
+    synthesized stage)."""
+    names = ["synthesizing"] + (["synthesized"] if synthesized else []) + [
+        "waiting_gpu", "gpu", "deallocating", "finalizing", "done"]
+    out = []
+    for _ in range(n):
+        t = 1.0 + rng.uniform(0, 5)
+        path = []
+        for s in names[: rng.randint(1, len(names))]:
+            path.append((t, s))
+            t += rng.uniform(0.01, 30.0)
+        out.append(path)
+    return out
+
+
+def test_synthesized_holds_a_partition_apart_from_synthesis():
+    """Schema 4: synthesis ends at the worker's reply; the partition is `synthesized` (still
+    holding its buffers) until channel entry; every partition weighs the job's bytes."""
+    rng = random.Random()
+    n, nbytes = rng.randint(2, 12), rng.randint(1, 2**36)
+    paths = _paths(rng, n, synthesized=True)
+    evs = [E.job_submitted(0.5, 1, "p", n, rng.randint(1, 2**27), nbytes)]
+    assert E.check_event(evs[0]) is None and evs[0]["bytes"] == nbytes
+    evs += [E.stage(0.5, 1, i, "queued", "scheduler") for i in range(n)]
+    evs += sorted((E.stage(t, 1, i, s, "w") for i, path in enumerate(paths) for t, s in path),
+                  key=lambda e: e["t"])
+    f = Fold()
+    for e in evs:
+        f.apply(e)
+        now = {i: max((s for t, s in path if t <= e["t"]), key=E.STAGES.index, default="queued")
+               for i, path in enumerate(paths)} if e["t"] > 0.5 else {i: "queued" for i in range(n)}
+        for stage in E.STAGES:
+            assert f.counts[stage] == list(now.values()).count(stage)
+        holding = [i for i, st_ in now.items() if st_ in ("synthesizing", "synthesized",
+                                                             "waiting_gpu", "gpu", "deallocating")]
+        assert f.holding() == len(holding)
+        assert all(f.jobs[1].parts[i].footprint == nbytes for i in range(n))
+    p = f.jobs[1].parts
+    for i, path in enumerate(paths):
+        assert p[i].entered == {"queued": 0.5, **{s: t for t, s in path}}
+    bad = E.job_submitted(0.0, 2, "p", 1, 10)
+    assert E.check_event({**bad, "bytes": -1}) is not None
+    assert E.check_event({**bad, "bytes": "9"}) is not None
+
+
+def test_a_session_before_schema_4_gets_what_its_timers_say():
+    """No synthesized stage and no job bytes: a partition reads synthesizing until channel
+    entry and weighs the a, b, c estimate, until timings arrive: then its synthesis ends at
+    its start plus the worker's witness and eval, and its job's partitions weigh what it held."""
+    rng = random.Random()
+    n, constraints, held = rng.randint(2, 10), rng.randint(1, 2**27), rng.randint(1, 2**36)
+    f = Fold()
+    f.apply(E.job_submitted(0.0, 1, "p", n, constraints))
+    starts = [rng.uniform(0.1, 5.0) for _ in range(n)]
+    for i, t in enumerate(starts):
+        f.apply(E.stage(t, 1, i, "synthesizing", "s"))
+    assert all(q.footprint == constraints * 96 for q in f.jobs[1].parts.values())
+    w, ev_ms, wait = rng.uniform(1, 20000), rng.uniform(1, 20000), rng.uniform(1, 60)
+    t_wait = starts[0] + (w + ev_ms) / 1000.0 + wait
+    f.apply(E.stage(t_wait, 1, 0, "waiting_gpu", "scheduler"))
+    assert f.jobs[1].parts[0].stage == "waiting_gpu" and f.counts["synthesized"] == 0
+    f.apply(E.stage(t_wait + 1, 1, 0, "done", "f"))
+    f.apply(E.partition_timings(t_wait + 1, 1, 0, {"witness": w, "eval": ev_ms}, held))
+    p0 = f.jobs[1].parts[0]
+    assert p0.entered["synthesized"] == pytest.approx(starts[0] + (w + ev_ms) / 1000.0)
+    assert all(q.footprint == held for q in f.jobs[1].parts.values())  # one circuit, one size
+    # timers that do not fit the stages (synthesis past channel entry) derive nothing
+    f.apply(E.stage(t_wait + 2, 1, 1, "waiting_gpu", "scheduler"))
+    late = (t_wait + 3 - starts[1]) * 1000.0
+    f.apply(E.partition_timings(t_wait + 3, 1, 1, {"witness": late, "eval": 1.0}, held))
+    assert "synthesized" not in f.jobs[1].parts[1].entered
+
+
+def test_the_32g_session_shows_the_key_wait_and_the_held_bytes():
+    """The recorded porep-32g session (schema 3): p0-p3 synthesized in under 30 s and then
+    waited for the device key until 77.5 s; at 90 s the four partitions in flight hold what the
+    engine reported per partition (z included), not the a, b, c estimate."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "docs" / "sessions" / "porep-32g-h200.jsonl.gz"
+    evs = read_recording(path).events
+    assert read_recording(path).header["schema"] == 3
+    f = Fold()
+    for e in evs:
+        if e["t"] > 90.0:
+            break
+        f.apply(e)
+    job = f.jobs[1]
+    flying = [q for q in job.parts.values() if q.stage in E.HOLDING]
+    timed = [e for e in evs if e["kind"] == "partition_timings" and e["t"] <= 90.0]
+    assert len(flying) == 4 and {e["bytes_held"] for e in timed} == {16738153280}
+    assert sum(q.footprint for q in flying) == 4 * 16738153280 > 4 * job.constraints * 96
+    assert job.status == "gpu" and job.done_partitions == 3  # not "queued" (p7-p9 are)
+    assert "synthesized" not in job.parts[3].entered  # its timers are not in yet at 90 s
+    whole = fold(evs).jobs[1]
+    for q in (whole.parts[i] for i in range(4)):
+        ms = next(e["ms"] for e in evs if e["kind"] == "partition_timings"
+                  and e["partition"] == q.index)
+        assert q.entered["synthesized"] == pytest.approx(
+            q.entered["synthesizing"] + (ms["witness"] + ms["eval"]) / 1000.0)
+        assert q.entered["synthesized"] < 35.0 < 77.0 < q.entered["waiting_gpu"]
 
 
 # ---- the recorder -------------------------------------------------------------------------------
@@ -371,7 +475,7 @@ def test_a_non_utf8_line_is_named_by_its_number(tmp_path):
     assert str(info.value) == f"{p}:4: the line is not UTF-8 text"
 
 
-@pytest.mark.parametrize("schema", [0, 4, 99, "2", True, None])
+@pytest.mark.parametrize("schema", [0, 5, 99, "2", True, None])
 def test_an_unknown_schema_is_refused_in_one_line(schema):
     head = {"format": "sealtop-session", "version": 1, "schema": schema, "created": "x"}
     with pytest.raises(SessionError) as info:

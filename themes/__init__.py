@@ -11,7 +11,7 @@ from __future__ import annotations
 from textual.theme import Theme
 
 STAGE_NAMES = ("queued", "synthesizing", "waiting_gpu", "gpu", "finalizing", "deallocating",
-               "done", "failed")
+               "done", "failed", "synthesized")
 SEGMENTS = ("queue", "synth", "channel", "gpu", "finalize", "dealloc")
 
 
@@ -36,7 +36,8 @@ DARK = Theme(
     panel="#1e2630",
     dark=True,
     variables=_vars(
-        ["#808080", "#87afff", "#ffd75f", "#5fd75f", "#d787ff", "#5fafaf", "#a8a8a8", "#ff5f5f"],
+        ["#808080", "#87afff", "#ffd75f", "#5fd75f", "#d787ff", "#5fafaf", "#a8a8a8", "#ff5f5f",
+         "#5f87af"],
         ["#6c6c6c", "#87afff", "#ffd75f", "#5fd75f", "#d787ff", "#5fafaf"],
         mono="no",
     ),
@@ -56,7 +57,8 @@ LIGHT = Theme(
     panel="#e4e4e4",
     dark=False,
     variables=_vars(
-        ["#808080", "#005fd7", "#af8700", "#008700", "#8700af", "#008787", "#585858", "#d70000"],
+        ["#808080", "#005fd7", "#af8700", "#008700", "#8700af", "#008787", "#585858", "#d70000",
+         "#5f5faf"],
         ["#9e9e9e", "#005fd7", "#af8700", "#008700", "#8700af", "#008787"],
         mono="no",
     ),
@@ -76,7 +78,7 @@ MONO = Theme(
     panel="#000000",
     dark=True,
     luminosity_spread=0.0,
-    variables=_vars(["#ffffff"] * 8, ["#ffffff"] * 6, mono="yes"),
+    variables=_vars(["#ffffff"] * len(STAGE_NAMES), ["#ffffff"] * len(SEGMENTS), mono="yes"),
 )
 
 THEMES: tuple[Theme, ...] = (DARK, LIGHT, MONO)

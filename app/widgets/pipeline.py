@@ -11,6 +11,7 @@ from app.widgets.render import STAGE_GLYPH, Col, Palette, grid, spark
 LABELS = {
     "queued": "queued",
     "synthesizing": "synth",
+    "synthesized": "to chan",  # synthesized, waiting for the job's key on every prover or room
     "waiting_gpu": "channel",
     "gpu": "gpu",
     "finalizing": "finalize",

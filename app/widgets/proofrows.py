@@ -48,7 +48,8 @@ MAX_ROWS = 200
 # Columns whose natural first order is largest first (the slow proofs on top).
 DESCENDING_FIRST = ("total", "queue", "channel_wait")
 # The stage column's words, and its sort order (least advanced first).
-STAGE_WORDS = {"queued": "queued", "synthesizing": "synth", "waiting_gpu": "channel",
+STAGE_WORDS = {"queued": "queued", "synthesizing": "synth", "synthesized": "to chan",
+               "waiting_gpu": "channel",
                "gpu": "gpu", "deallocating": "dealloc", "finalizing": "finalize",
                "done": "done", "bad": "rejected", "failed": "failed", "cancelled": "cancel"}
 _STAGE_ORDER = {s: i for i, s in enumerate(STAGE_WORDS)}

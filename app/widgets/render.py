@@ -19,6 +19,7 @@ SEG_GLYPH = {"queue": "·", "synth": "▒", "channel": "░", "gpu": "█", "fin
 STAGE_GLYPH = {
     "queued": "·",
     "synthesizing": "▒",
+    "synthesized": "▚",
     "waiting_gpu": "░",
     "gpu": "█",
     "finalizing": "▓",

@@ -8,6 +8,13 @@ The fold is incremental: :meth:`Fold.apply` takes one event and returns what cha
 :class:`StageChange` for a stage event, the record touched for the others), so the dashboard can
 write its log line for it and the summaries can walk concurrency exactly.
 
+Sessions recorded before schema 4 have no ``synthesized`` stage (their partitions read
+``synthesizing`` until channel entry, however long they waited for a key) and no per-partition
+``bytes`` in ``job_submitted``. The fold derives both where the stream says enough: once a
+partition's timings arrive, its ``synthesized`` entry is its synthesis start plus the worker's
+witness and eval timers; and a job's partitions weigh what the first of them reported as
+``bytes_held`` (they are the same circuit). Before that, the old estimate stands.
+
 Outcomes of a job: ``verified`` (its proof_done said so), ``failed`` (a partition failed and was
 not retried, or the proof failed verification: see :attr:`JobRecord.reason`), ``cancelled``
 (stopped before it was proven; never counted as failed) or ``running``.
@@ -29,8 +36,9 @@ from engine.stream.schema import (
     Event,
 )
 
-# Bytes of the a, b and c evaluation vectors per constraint (three Fr elements of 32 bytes),
-# a partition's footprint until its partition_timings event reports bytes_held.
+# Bytes of the a, b and c evaluation vectors per constraint (three Fr elements of 32 bytes): a
+# partition's footprint in a session that gives neither the job's partition bytes (schema 4's
+# job_submitted) nor, yet, any partition's bytes_held. It leaves out z.
 ABC_BYTES_PER_CONSTRAINT = 3 * 32
 
 OUTCOMES = ("verified", "failed", "cancelled", "running")
@@ -55,9 +63,11 @@ class PartitionRecord:
     constraints: int = 0
     stage: str = "queued"  # the stage it is in now
     worker: str = ""
-    entered: dict[str, float] = field(default_factory=dict)  # stage -> first entry, this attempt
+    # stage -> first entry, this attempt (before schema 4, `synthesized` derived: module docstring)
+    entered: dict[str, float] = field(default_factory=dict)
     ms: dict[str, float] = field(default_factory=dict)  # TIMER_KEYS -> milliseconds
     bytes_held: int | None = None
+    size: int | None = None  # the bytes the engine's budget counts for it, where the stream says
     reason: str | None = None  # why it failed or was cancelled
     attempts: int = 0  # times it (re)entered synthesis; > 1 means a retry
     stages: list[tuple[float, str, str]] = field(default_factory=list)  # every (t, stage, worker)
@@ -68,9 +78,13 @@ class PartitionRecord:
 
     @property
     def footprint(self) -> int:
-        """Bytes this partition's buffers take while it holds them."""
+        """Bytes this partition's buffers take while it holds them: what its timings reported,
+        else what the engine counts for one of its job's partitions, else the a, b, c
+        estimate."""
         if self.bytes_held is not None:
             return self.bytes_held
+        if self.size is not None:
+            return self.size
         return self.constraints * ABC_BYTES_PER_CONSTRAINT
 
     @property
@@ -111,6 +125,7 @@ class JobRecord:
     partitions: int
     constraints: int  # per partition
     submitted: float
+    partition_bytes: int | None = None  # what one partition holds, as the budget counts it
     parts: dict[int, PartitionRecord] = field(default_factory=dict)
     done_t: float | None = None
     verified: bool | None = None  # None until proof_done
@@ -149,8 +164,13 @@ class JobRecord:
     @property
     def status(self) -> str:
         """One word for the proofs table: done (verified), failed (a partition failed), bad
-        (the proof failed verification), cancelled, or while running the *least* advanced stage
-        of its partitions: the one still holding the proof back."""
+        (the proof failed verification), cancelled, or while running what the job is doing:
+        the *most* advanced stage among its partitions in flight (past the queue, not ended),
+        so a job whose first partitions are on the GPU reads gpu, not the queued stage of its
+        last ones (the table's parts column says how many are done). queued while none is in
+        flight: none has started, or those that did are done and the rest wait for admission.
+        finalizing while every partition is done but no proof_done has said the proof is
+        verified (done means verified)."""
         outcome = self.outcome
         if outcome == "verified":
             return "done"
@@ -159,9 +179,12 @@ class JobRecord:
         if outcome == "cancelled":
             return "cancelled"
         stages = [p.stage for p in self.parts.values()]
-        if not stages:
-            return "queued"
-        return min(stages, key=lambda s: ALL_STAGES.index(s) if s in ALL_STAGES else 0)
+        flying = [s for s in stages if s in ALL_STAGES and s != "queued" and s not in TERMINAL]
+        if flying:
+            return max(flying, key=ALL_STAGES.index)
+        if stages and all(s == "done" for s in stages):
+            return "finalizing"
+        return "queued"
 
     @property
     def done_partitions(self) -> int:
@@ -277,13 +300,15 @@ class Fold:
         jid = int(ev["job"])
         n = int(ev["partitions"])
         constraints = int(ev.get("constraints", 0))
-        js = JobRecord(jid, str(ev.get("preset", "")), n, constraints, submitted=t)
+        nbytes = int(ev["bytes"]) if ev.get("bytes") is not None else None
+        js = JobRecord(jid, str(ev.get("preset", "")), n, constraints, submitted=t,
+                       partition_bytes=nbytes)
         old = self.jobs.get(jid)
         if old is not None:  # a resubmitted id replaces the old job; keep counts consistent
             for p in old.parts.values():
                 self._leave(p.stage)
         for i in range(n):
-            js.parts[i] = PartitionRecord(jid, i, constraints, entered={"queued": t})
+            js.parts[i] = PartitionRecord(jid, i, constraints, entered={"queued": t}, size=nbytes)
         self.counts["queued"] += n
         self.jobs[jid] = js
         if n:
@@ -310,7 +335,8 @@ class Fold:
             raise ValueError(f"unknown stage {new!r}")
         p = job.parts.get(idx)
         if p is None:
-            p = job.parts[idx] = PartitionRecord(job.job, idx, job.constraints)
+            p = job.parts[idx] = PartitionRecord(job.job, idx, job.constraints,
+                                                 size=job.partition_bytes)
             self.counts["queued"] += 1
         old = p.stage
         worker = str(ev.get("worker", ""))
@@ -354,6 +380,11 @@ class Fold:
         p.ms.update({k: float(v) for k, v in (ev.get("ms") or {}).items() if v is not None})
         if ev.get("bytes_held") is not None:
             p.bytes_held = int(ev["bytes_held"])
+            if job.partition_bytes is None:  # a session before schema 4: the job's partitions
+                job.partition_bytes = p.bytes_held  # are one circuit, so they weigh the same
+                for q in job.parts.values():
+                    q.size = p.bytes_held
+        _derive_synthesized(p)
         job.version += 1
         return p
 
@@ -371,6 +402,20 @@ class Fold:
         if not job.verified and not job.failed and not job.cancelled:
             self.proofs_bad += 1
         return job
+
+
+def _derive_synthesized(p: PartitionRecord) -> None:
+    """In a session before the `synthesized` stage existed: when the partition's synthesis
+    ended by the worker's own timers (its start plus witness and eval), if that is before the
+    stage it entered next. The reply arrives a little after the worker stops its timers, so the
+    derived entry is at most that little early."""
+    start = p.entered.get("synthesizing")
+    if "synthesized" in p.entered or start is None or "witness" not in p.ms:
+        return
+    later = [t for s, t in p.entered.items() if s not in ("queued", "synthesizing") and t >= start]
+    end = start + (p.ms["witness"] + p.ms.get("eval", 0.0)) / 1000.0
+    if later and end < min(later):
+        p.entered["synthesized"] = end
 
 
 class Applies(Protocol):

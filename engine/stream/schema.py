@@ -11,8 +11,12 @@ validation of an event read from outside (a session file).
 
 Schema versions: 1 had no ``console`` kind and no ``cancelled`` stage; 2 adds both; 3 adds the
 ``host`` kind (a farm session: which hosts joined or left, with each host's own session_start)
-and an optional ``host`` field on any event (the host it came from). A reader of version 3
-reads version 1 and 2 sessions as they are (everything in them is still valid in 3).
+and an optional ``host`` field on any event (the host it came from); 4 adds the
+``synthesized`` stage (synthesis ended, its partition not yet in the channel: waiting for every
+prover to hold the job's key, or for room) and an optional ``bytes`` field of ``job_submitted``
+(what one partition holds, as the engine's memory budget counts it). A reader of version 4
+reads versions 1 to 3 as they are (everything in them is still valid in 4); the fold derives
+what it can of the new stage from their timers (engine/stream/fold.py).
 """
 
 from __future__ import annotations
@@ -21,18 +25,22 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
-SCHEMA_VERSION = 3
-SUPPORTED_SCHEMAS = (1, 2, 3)
+SCHEMA_VERSION = 4
+SUPPORTED_SCHEMAS = (1, 2, 3, 4)
 
-# Stages in the order the engine moves a partition through them: buffers are released
-# (deallocating) before finalize, which needs only the GPU's outputs.
-STAGES = ("queued", "synthesizing", "waiting_gpu", "gpu", "deallocating", "finalizing", "done")
+# Stages in the order the engine moves a partition through them: `synthesized` from the
+# synthesis worker's reply until the partition enters the channel (`waiting_gpu`), which waits
+# for every prover to hold the job's key and, with permit_release = "delivered", for room in the
+# channel; buffers are released (deallocating) before finalize, which needs only the GPU's
+# outputs.
+STAGES = ("queued", "synthesizing", "synthesized", "waiting_gpu", "gpu", "deallocating",
+          "finalizing", "done")
 FAILED = "failed"  # ended without a proof, with a reason
 CANCELLED = "cancelled"  # will not be proven because of a stop; never counted as failed
 ALL_STAGES = STAGES + (FAILED, CANCELLED)
 TERMINAL = frozenset(("done", FAILED, CANCELLED))
 # Stages in which a partition holds its a, b and c buffers (start of synthesis until release).
-HOLDING = frozenset(("synthesizing", "waiting_gpu", "gpu", "deallocating"))
+HOLDING = frozenset(("synthesizing", "synthesized", "waiting_gpu", "gpu", "deallocating"))
 HOLDING_STAGES = tuple(s for s in STAGES if s in HOLDING)
 
 KINDS = (
@@ -121,9 +129,11 @@ def session_start(
     }
 
 
-def job_submitted(t: float, job: int, preset: str, partitions: int, constraints: int) -> Event:
-    """constraints: per partition."""
-    return {
+def job_submitted(t: float, job: int, preset: str, partitions: int, constraints: int,
+                  nbytes: int | None = None) -> Event:
+    """constraints: per partition; nbytes: the bytes one partition holds from synthesis to its
+    release, as the memory budget counts them (absent in sessions before schema 4)."""
+    ev: Event = {
         "t": t,
         "kind": "job_submitted",
         "job": job,
@@ -131,6 +141,9 @@ def job_submitted(t: float, job: int, preset: str, partitions: int, constraints:
         "partitions": partitions,
         "constraints": constraints,
     }
+    if nbytes is not None:
+        ev["bytes"] = nbytes
+    return ev
 
 
 def stage(
@@ -271,8 +284,8 @@ def _check_timings(obj: Event) -> str | None:
 def _check_job(obj: Event) -> str | None:
     if not isinstance(obj["preset"], str):
         return "job_submitted field 'preset' must be a string"
-    for k in ("partitions", "constraints"):
-        if not _is_int(obj[k]) or obj[k] < 0:
+    for k in ("partitions", "constraints", "bytes"):
+        if k in obj and (not _is_int(obj[k]) or obj[k] < 0):
             return f"job_submitted field {k!r} must be a non-negative integer"
     return None
 
