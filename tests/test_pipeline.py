@@ -11,6 +11,7 @@ import pytest
 from engine_events import drain
 from engine_faults import INJECTED_KEY_FAILURE, Faults, engine
 
+from app.state import DashboardState, apply
 from engine.config import EngineConfig
 from engine.pipeline.circuits import resolve
 from engine.pipeline.engine import Engine, EngineError, Job
@@ -102,11 +103,28 @@ def test_counters_and_bound_delivered(params):
     assert all(len(bytes.fromhex(e["proof"])) == 192 * n for e, n in zip(done, (4, 3)))
     # the bound, on exact maxima from the stage events
     assert summary.bound_excess(evs, 2, 1, 1) <= 0
-    assert summary.max_concurrent(evs, {"synthesizing"}) <= 2
+    # a partition holds its synthesis permit until it enters the channel
+    assert summary.max_concurrent(evs, {"synthesizing", "synthesized"}) <= 2
     assert summary.max_concurrent(evs, {"waiting_gpu"}) <= 1
     assert summary.max_concurrent(evs, {"gpu"}) <= 1
     # negative control: a bound one tighter than the configuration is violated in this run
     assert summary.bound_excess(evs, 2, 0, 1) > 0
+    # synthesis ends at the worker's reply, not at channel entry: every partition's stages
+    # run synthesizing, synthesized, waiting_gpu in turn, and the synthesized stage lasts at
+    # least as long as the worker's own timers say synthesis did not
+    seq: dict[tuple[int, int], list[tuple[float, str]]] = {}
+    for e in evs:
+        if e["kind"] == "stage":
+            seq.setdefault((e["job"], e["partition"]), []).append((e["t"], e["stage"]))
+    for stages in seq.values():
+        names = [s for _, s in stages]
+        i = names.index("synthesizing")
+        assert names[i:i + 3] == ["synthesizing", "synthesized", "waiting_gpu"], names
+    timers = {(e["job"], e["partition"]): e["ms"] for e in evs if e["kind"] == "partition_timings"}
+    for k, stages in seq.items():
+        t = dict((s, t) for t, s in stages)
+        synth_ms = (t["synthesized"] - t["synthesizing"]) * 1000.0
+        assert synth_ms >= timers[k]["witness"] + timers[k]["eval"] - 1.0  # clocks: 1 ms
 
 
 def test_synthesized_release_piles_up_and_budget_restores_bound(params):
@@ -153,6 +171,19 @@ def test_low_budget_caps_memory_and_jobs_finish(params):
     assert max_bytes_holding(evs) <= budget
     assert max(e["shm_bytes"] for e in evs if e["kind"] == "sample") <= budget
     assert summary.max_concurrent(evs, summary.HOLDING) == 2  # the budget, not the workers
+    # the console's memory panel counts what the budget counts: job_submitted carries the
+    # partition's bytes, so while partitions are in flight (no timings yet) the panel's held
+    # bytes are the budget's per-partition bytes times the partitions holding, and it reads
+    # the whole budget when two hold it
+    assert [e["bytes"] for e in evs if e["kind"] == "job_submitted"] == [per]
+    state, panel = DashboardState(), []
+    for e in evs:
+        apply(state, e)
+        if e["kind"] == "stage":
+            held = sum(state.stage_bytes().values())
+            assert held == state.holding() * per, e
+            panel.append(held)
+    assert max(panel) == budget
 
 
 def test_budget_smaller_than_a_partition_is_refused(params):
@@ -195,9 +226,9 @@ def test_live_knobs_change_concurrency(params):
         ("partition_workers", 1, 3, "operator"),
         ("gpu_channel_capacity", 1, 3, "operator"),
     ]
-    assert summary.max_concurrent(before, {"synthesizing", "waiting_gpu"}) <= 2
+    assert summary.max_concurrent(before, {"synthesizing", "synthesized", "waiting_gpu"}) <= 2
     # after the change: more partitions synthesized and waiting than the old knobs allowed
-    assert summary.max_concurrent(evs, {"synthesizing", "waiting_gpu"}) > 2
+    assert summary.max_concurrent(evs, {"synthesizing", "synthesized", "waiting_gpu"}) > 2
     assert summary.max_concurrent(evs, {"waiting_gpu"}) > 1
     assert summary.bound_excess(evs, 3, 3, 1) <= 0
     assert all(e["verified"] for e in evs if e["kind"] == "proof_done")

@@ -37,7 +37,8 @@ The results thread also watches each busy worker's CPU time and reports a stalle
 (engine.pipeline.stall). A stop that does not drain ends every unfinished partition in
 ``cancelled`` (never ``failed``), and a job with a cancelled partition gets no proof_done.
 
-Stage order of a partition: queued → synthesizing → waiting_gpu → gpu → deallocating →
+Stage order of a partition: queued → synthesizing → synthesized (the worker's reply; delivery
+waits for the job's key on every prover and for room) → waiting_gpu → gpu → deallocating →
 finalizing → done. Buffers are released before finalization (the prover no longer needs them
 once its GPU half is done), so "holding a/b/c" is exactly the stages synthesizing..deallocating
 and design.md's bound can be checked on the stage events alone.
@@ -409,7 +410,8 @@ class Engine:
                                 self.config.devices, self.config.gpu_slots_per_device)
         jid = self._records.next_id()
         t = self._emit(
-            lambda t: events.job_submitted(t, jid, job.preset, job.partitions, circuit.constraints)
+            lambda t: events.job_submitted(t, jid, job.preset, job.partitions, circuit.constraints,
+                                           nbytes)
         )
         with self._state:
             js = JobRecord(jid, job, circuit, key.source, key.vk, t)
@@ -696,7 +698,10 @@ class Engine:
             reason = self._records.jobs[p.job].key_error
             if reason is not None:
                 self._fail(p, reason)
-            else:
+            else:  # synthesis ended; delivery may wait for the job's key or for the channel
+                with self._state:  # a stop's cancelled stage is never followed by this one
+                    if not p.cancelled:
+                        self._stage(p, "synthesized", msg.worker)
                 self._synthesized(p)
         elif isinstance(msg, GpuDone):
             p.gpu_result = msg
