@@ -82,7 +82,7 @@ def test_stage_gauge_follows_partitions_at_every_point_of_a_run(fixture: str) ->
         if e["kind"] not in ("stage", "job_submitted"):
             continue
         m = _scrape(x)
-        for stage in ("queued", "synthesizing", "waiting_gpu", "gpu", "deallocating",
+        for stage in ("queued", "synthesizing", "synthesized", "waiting_gpu", "gpu", "deallocating",
                       "finalizing"):
             assert m["sealtop_partitions"][(("stage", stage),)] == list(last.values()).count(
                 stage), (e, stage)
