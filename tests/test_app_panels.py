@@ -159,6 +159,28 @@ def test_layered_timers_keep_whole_labels_and_numbers_at_any_width():
             assert used + max(cells) + 2 > width
 
 
+def test_the_32g_detail_at_80x24_keeps_synthesis_before_the_gpu_layers():
+    """At a 32 GiB sector synthesis is the long pole (witness + eval ~28 s against ~3.5 s on the
+    GPU): the 80x24 detail (74 cells for the table) shows witness and eval for every partition,
+    with the GPU's wrapper, call and kernels, rather than dropping them for the layers' gaps."""
+    from engine.stream.fold import fold
+    from engine.stream.reader import read_recording
+
+    path = Path(__file__).parents[1] / "docs" / "sessions" / "porep-32g-h200.jsonl.gz"
+    job = fold(read_recording(path).events).jobs[1]
+    console = Console(width=74, record=True, color_system=None)
+    console.print(layered_timers(job, Palette(), width=74))
+    out = console.export_text().rstrip("\n").split("\n")
+    head = out[0].split()
+    assert head[:1] == ["part"] and {"witness", "eval", "wrapper", "call", "kernels"} <= set(head)
+    col = {c: i for i, c in enumerate(head)}
+    for i, line in enumerate(out[1:]):
+        cells = line.split()
+        for c, key in (("witness", "witness"), ("eval", "eval"), ("wrapper", "gpu_wrapper")):
+            assert cells[col[c]] == fmt_ms(job.parts[i].ms[key])
+        assert job.parts[i].ms["witness"] + job.parts[i].ms["eval"] > job.parts[i].ms["gpu_wrapper"]
+
+
 def test_kernel_line_breaks_between_groups_never_inside_one():
     """Each kernel group's name and figure (and the wrapper's layers) stay on one line, and no
     line passes the width the detail gives."""
