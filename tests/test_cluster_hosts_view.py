@@ -134,11 +134,45 @@ async def test_hosts_view_at_80_columns(tmp_path):
         assert max(len(ln.rstrip()) for ln in lines) <= 80
         a = next(ln for ln in lines if "hA" in ln)
         b = next(ln for ln in lines if "hB" in ln)
-        assert "left" in a and " cpu " in a and "0/0/0/0/0/0" in a and "301 MiB" in a
+        assert "left" in a and " cpu " in a and "0/0/0/0/0/0/0" in a and "301 MiB" in a
         assert "up" in b and "1×H200" in b and "3.00 GiB 5%" in b and "ECC" in b
-        assert "q/s/c/g/d/f" in lines[0] + lines[1]
+        assert "q/s/t/c/g/d/f" in lines[0] + lines[1]
         assert "p → hA" in _text(screen.query_one("#hosts-keys"))
         await pilot.press("down")
         assert "p → hB" in _text(screen.query_one("#hosts-keys"))
         await pilot.press("asterisk")  # no tuning in a replay: hidden, nothing changes
         assert "p → hB" in _text(screen.query_one("#hosts-keys"))
+
+
+def test_every_stage_a_host_holds_has_its_column():
+    """At each stage change of the farm session, each host's row shows, stage by stage, how
+    many partitions are in it (synthesized, waiting for the key or for room, included), in the
+    wide table and in the compact one's q/s/t/c/g/d/f."""
+    from rich.console import Console
+
+    from app.widgets.hosts import STAGE_COLUMNS, hosts_table, hosts_table_compact
+    from app.widgets.render import Palette
+    from engine.cluster.hosts import HostsState
+    from engine.stream.schema import HOLDING
+
+    assert {s for s, _ in STAGE_COLUMNS} >= HOLDING | {"queued", "finalizing"}
+    state, where, seen = HostsState(), {}, set()
+    for ev in farm_session():
+        state.apply(ev)
+        if ev["kind"] != "stage" or "host" not in ev:
+            continue
+        where[(ev["job"], ev["partition"])] = (ev["host"], ev["stage"])
+        seen.add(ev["stage"])
+        want = {h: [sum(1 for v in where.values() if v == (h, s)) for s, _ in STAGE_COLUMNS]
+                for h in state.hosts}
+        console = Console(width=200, record=True, color_system=None, file=open(os.devnull, "w"))
+        console.print(hosts_table(state, Palette(), width=200))
+        console.print(hosts_table_compact(state, Palette()))
+        text = console.export_text().splitlines()
+        for h, counts in want.items():
+            wide, compact = [ln for ln in text if f" {h} " in ln][:2]
+            cells = [c.strip() for c in wide.split("│")]
+            start = cells.index(next(c for c in cells if c.endswith("%") or c == "-")) + 1
+            assert cells[start:start + len(counts)] == [str(n) for n in counts], (ev, wide)
+            assert "/".join(map(str, counts)) in compact
+    assert "synthesized" in seen

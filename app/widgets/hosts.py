@@ -9,8 +9,11 @@ from app.state import fmt_bytes
 from app.widgets.render import Palette
 from engine.cluster.hosts import HostsState
 
-# the stages a row counts, in the pipeline's order, with a short heading each
-STAGE_COLUMNS = (("queued", "queue"), ("synthesizing", "synth"), ("waiting_gpu", "chan"),
+# the stages a row counts, in the pipeline's order, with a short heading each (synthesized,
+# waiting for the key or for room, under its timeline glyph: a word would squeeze the last
+# error out of the 160-column table)
+STAGE_COLUMNS = (("queued", "queue"), ("synthesizing", "synth"), ("synthesized", "▚"),
+                 ("waiting_gpu", "chan"),
                  ("gpu", "gpu"), ("deallocating", "dealloc"), ("finalizing", "final"))
 
 
@@ -55,15 +58,15 @@ def hosts_table(state: HostsState, pal: Palette, selected: str | None = None,
 
 
 def hosts_table_compact(state: HostsState, pal: Palette, selected: str | None = None) -> Table:
-    """The hosts in 80 columns: the stages' counts in one column (queue/synth/chan/gpu/
-    dealloc/final), memory with its share of the budget where there is one, no box."""
+    """The hosts in 80 columns: the stages' counts in one column (queue/synth/to chan/chan/
+    gpu/dealloc/final), memory with its share of the budget where there is one, no box."""
     table = Table(expand=True, header_style=pal.title, pad_edge=False, box=None,
                   padding=(0, 1))
     table.add_column("host", no_wrap=True, overflow="ellipsis", max_width=14)
     table.add_column("", no_wrap=True)  # up / left
     table.add_column("GPUs", no_wrap=True, overflow="ellipsis", max_width=12)
     table.add_column("busy", justify="right", no_wrap=True)
-    table.add_column("q/s/c/g/d/f", no_wrap=True)
+    table.add_column("q/s/t/c/g/d/f", no_wrap=True)
     table.add_column("proofs", justify="right", no_wrap=True)
     table.add_column("s/pf", justify="right", no_wrap=True)
     table.add_column("memory", justify="right", no_wrap=True)
