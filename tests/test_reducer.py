@@ -106,7 +106,7 @@ PIPELINE = ("queued", "synthesizing", "synthesized", "waiting_gpu", "gpu", "deal
 def test_a_running_job_reads_what_it_is_doing(stages):
     """A job whose partitions have started reads its most advanced stage in flight (3/10 done,
     one on the GPU and the rest queued is "gpu", not "queued"); queued only when none is in
-    flight; and the proofs table's stage cell and the detail's proof line say the same."""
+    flight; the detail's proof line says the same and the proofs table has a word for it."""
     from app.widgets.gantt import kernel_split
     from app.widgets.proofrows import STAGE_WORDS
     from app.widgets.render import Palette
