@@ -61,7 +61,12 @@ def test_sigterm_to_the_console_restores_the_terminal(tmp_path):
         while time.monotonic() < deadline and termios.tcgetattr(slave) == before:
             _read_for(master, 0.2)
         assert termios.tcgetattr(slave) != before, "the console never took the terminal"
-        _read_for(master, 8.0)
+        # then until its engine has partitions in flight (the recording, flushed at least once
+        # a second, holds a stage event): the signal must find work to cancel
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (rec.exists() and b'"kind":"stage"' in rec.read_bytes()):
+            _read_for(master, 0.2)
+        assert b'"kind":"stage"' in rec.read_bytes(), "the engine never ran a partition"
         proc.send_signal(signal.SIGTERM)
         end = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < end:
