@@ -204,9 +204,10 @@ class DashboardState:
         """Bytes of a, b, c buffers held by partitions in each holding stage."""
         held = {s: 0 for s in HOLDING_STAGES}
         for jid in self.active:
-            for p in self.jobs[jid].parts.values():
+            job = self.jobs[jid]
+            for p in job.parts.values():
                 if p.stage in held:
-                    held[p.stage] += p.footprint
+                    held[p.stage] += job.footprint(p)
         return held
 
     def holding(self) -> int:

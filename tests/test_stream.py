@@ -226,7 +226,7 @@ def test_synthesized_holds_a_partition_apart_from_synthesis():
         holding = [i for i, st_ in now.items() if st_ in ("synthesizing", "synthesized",
                                                              "waiting_gpu", "gpu", "deallocating")]
         assert f.holding() == len(holding)
-        assert all(f.jobs[1].parts[i].footprint == nbytes for i in range(n))
+        assert all(f.jobs[1].footprint(f.jobs[1].parts[i]) == nbytes for i in range(n))
     p = f.jobs[1].parts
     for i, path in enumerate(paths):
         assert p[i].entered == {"queued": 0.5, **{s: t for t, s in path}}
@@ -246,7 +246,7 @@ def test_a_session_before_schema_4_gets_what_its_timers_say():
     starts = [rng.uniform(0.1, 5.0) for _ in range(n)]
     for i, t in enumerate(starts):
         f.apply(E.stage(t, 1, i, "synthesizing", "s"))
-    assert all(q.footprint == constraints * 96 for q in f.jobs[1].parts.values())
+    assert all(f.jobs[1].footprint(q) == constraints * 96 for q in f.jobs[1].parts.values())
     w, ev_ms, wait = rng.uniform(1, 20000), rng.uniform(1, 20000), rng.uniform(1, 60)
     t_wait = starts[0] + (w + ev_ms) / 1000.0 + wait
     f.apply(E.stage(t_wait, 1, 0, "waiting_gpu", "scheduler"))
@@ -255,7 +255,7 @@ def test_a_session_before_schema_4_gets_what_its_timers_say():
     f.apply(E.partition_timings(t_wait + 1, 1, 0, {"witness": w, "eval": ev_ms}, held))
     p0 = f.jobs[1].parts[0]
     assert p0.entered["synthesized"] == pytest.approx(starts[0] + (w + ev_ms) / 1000.0)
-    assert all(q.footprint == held for q in f.jobs[1].parts.values())  # one circuit, one size
+    assert all(f.jobs[1].footprint(q) == held for q in f.jobs[1].parts.values())  # one circuit, one size
     # timers that do not fit the stages (synthesis past channel entry) derive nothing
     f.apply(E.stage(t_wait + 2, 1, 1, "waiting_gpu", "scheduler"))
     late = (t_wait + 3 - starts[1]) * 1000.0
@@ -281,7 +281,7 @@ def test_the_32g_session_shows_the_key_wait_and_the_held_bytes():
     flying = [q for q in job.parts.values() if q.stage in E.HOLDING]
     timed = [e for e in evs if e["kind"] == "partition_timings" and e["t"] <= 90.0]
     assert len(flying) == 4 and {e["bytes_held"] for e in timed} == {16738153280}
-    assert sum(q.footprint for q in flying) == 4 * 16738153280 > 4 * job.constraints * 96
+    assert sum(job.footprint(q) for q in flying) == 4 * 16738153280 > 4 * job.constraints * 96
     assert job.status == "gpu" and job.done_partitions == 3  # not "queued" (p7-p9 are)
     assert "synthesized" not in job.parts[3].entered  # its timers are not in yet at 90 s
     whole = fold(evs).jobs[1]

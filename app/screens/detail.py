@@ -56,7 +56,7 @@ class DetailScreen(Screen):
         t = Text()
         t.append(f" proof {job.job} ", style="bold reverse")
         t.append(f"  {job.preset}  {job.partitions} partitions × {job.constraints:,} constraints")
-        held = sum(p.footprint for p in job.parts.values())
+        held = sum(job.footprint(p) for p in job.parts.values())
         t.append(f"  a,b,c {fmt_bytes(held)}", style=pal.dim)
         t.append(f"  submitted {job.submitted:.2f}s", style=pal.dim)
         if job.done_t is not None:

@@ -67,7 +67,6 @@ class PartitionRecord:
     entered: dict[str, float] = field(default_factory=dict)
     ms: dict[str, float] = field(default_factory=dict)  # TIMER_KEYS -> milliseconds
     bytes_held: int | None = None
-    size: int | None = None  # the bytes the engine's budget counts for it, where the stream says
     reason: str | None = None  # why it failed or was cancelled
     attempts: int = 0  # times it (re)entered synthesis; > 1 means a retry
     stages: list[tuple[float, str, str]] = field(default_factory=list)  # every (t, stage, worker)
@@ -75,17 +74,6 @@ class PartitionRecord:
     @property
     def partition(self) -> int:
         return self.index
-
-    @property
-    def footprint(self) -> int:
-        """Bytes this partition's buffers take while it holds them: what its timings reported,
-        else what the engine counts for one of its job's partitions, else the a, b, c
-        estimate."""
-        if self.bytes_held is not None:
-            return self.bytes_held
-        if self.size is not None:
-            return self.size
-        return self.constraints * ABC_BYTES_PER_CONSTRAINT
 
     @property
     def kernel_ms(self) -> float | None:
@@ -160,6 +148,16 @@ class JobRecord:
                      if p.stage == FAILED)
             return f"p{p.index} {p.reason or 'failed'}"
         return FAILED_VERIFICATION if self.outcome == "failed" else None
+
+    def footprint(self, p: PartitionRecord) -> int:
+        """Bytes partition ``p``'s buffers take while it holds them: what its timings reported,
+        else what the engine counts for one of this job's partitions, else the a, b, c
+        estimate."""
+        if p.bytes_held is not None:
+            return p.bytes_held
+        if self.partition_bytes is not None:
+            return self.partition_bytes
+        return p.constraints * ABC_BYTES_PER_CONSTRAINT
 
     @property
     def status(self) -> str:
@@ -308,7 +306,7 @@ class Fold:
             for p in old.parts.values():
                 self._leave(p.stage)
         for i in range(n):
-            js.parts[i] = PartitionRecord(jid, i, constraints, entered={"queued": t}, size=nbytes)
+            js.parts[i] = PartitionRecord(jid, i, constraints, entered={"queued": t})
         self.counts["queued"] += n
         self.jobs[jid] = js
         if n:
@@ -335,8 +333,7 @@ class Fold:
             raise ValueError(f"unknown stage {new!r}")
         p = job.parts.get(idx)
         if p is None:
-            p = job.parts[idx] = PartitionRecord(job.job, idx, job.constraints,
-                                                 size=job.partition_bytes)
+            p = job.parts[idx] = PartitionRecord(job.job, idx, job.constraints)
             self.counts["queued"] += 1
         old = p.stage
         worker = str(ev.get("worker", ""))
@@ -382,8 +379,6 @@ class Fold:
             p.bytes_held = int(ev["bytes_held"])
             if job.partition_bytes is None:  # a session before schema 4: the job's partitions
                 job.partition_bytes = p.bytes_held  # are one circuit, so they weigh the same
-                for q in job.parts.values():
-                    q.size = p.bytes_held
         _derive_synthesized(p)
         job.version += 1
         return p
