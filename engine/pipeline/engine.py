@@ -128,6 +128,7 @@ class Engine:
         self.segments = SegmentRegistry()
         self._ctx = mp.get_context("spawn")
         self._emit_lock = threading.Lock()
+        self._knob_lock = threading.Lock()  # one knob change at a time: old values agree
         self._subscribers: list[queue.Queue[dict[str, Any]]] = []
         self._state = threading.RLock()  # guards records, keys and workers
         self._changed = threading.Condition(self._state)  # notified on every change of them
@@ -438,16 +439,20 @@ class Engine:
                 raise ValueError(
                     f"memory_budget {value} is smaller than one queued partition ({need} bytes)"
                 )
-        if name == "partition_workers":
-            old = self.admission.resize(value)
-            with self._state:
-                self._changed.notify_all()
-        elif name == "gpu_channel_capacity":
-            old = self.channel.resize(value)
-        else:
-            old = self.admission.set_budget(value)
-        setattr(self.config, name, value)
-        self._emit(lambda t: events.knob(t, name, old, value, source))
+        with self._knob_lock:
+            # the event goes out before the change takes effect, so no stage it allows (a new
+            # synthesis, a fuller channel) precedes it in the stream
+            old = getattr(self.config, name)
+            self._emit(lambda t: events.knob(t, name, old, value, source))
+            setattr(self.config, name, value)
+            if name == "partition_workers":
+                self.admission.resize(value)
+                with self._state:
+                    self._changed.notify_all()
+            elif name == "gpu_channel_capacity":
+                self.channel.resize(value)
+            else:
+                self.admission.set_budget(value)
 
     def set_policy(self, name: str, value: str, source: str = "operator") -> None:
         """Change permit_release or dealloc between jobs: a benchmark's variants run in one
