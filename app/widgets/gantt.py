@@ -6,8 +6,9 @@ a picture of these functions' output.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from rich.cells import cell_len
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -59,12 +60,28 @@ def legend_lines(pal: Palette, width: int) -> list[Text]:
     """The stages' glyphs and words, on as many lines of ``width`` cells as they need: a line
     breaks between entries, never between a glyph and its word (a wrapped "▓" alone at a line's
     end no longer says what it stands for)."""
-    lines = [Text("   ")]
-    for s in GANTT_STAGES + ("failed",):
-        if lines[-1].cell_len + 2 + len(STAGE_GLYPH[s]) + len(s) > width and lines[-1].cell_len > 3:
-            lines.append(Text("   "))
-        lines[-1].append(f" {STAGE_GLYPH[s]}", style=pal.stage_style(s))
-        lines[-1].append(f" {s}")
+    entries = [((f" {STAGE_GLYPH[s]}", pal.stage_style(s)), (f" {s}", ""))
+               for s in GANTT_STAGES + ("failed",)]
+    return _flow(entries, width, indent="   ")
+
+
+Piece = tuple[str, str]  # text and its style ("" for the line's own)
+
+
+def _flow(entries: Sequence[Sequence[Piece]], width: int | None, indent: str,
+          first: str | None = None) -> list[Text]:
+    """``entries`` on lines of at most ``width`` cells (no limit for None), each line starting
+    with ``indent`` (the first with ``first``, where given): a line breaks between entries,
+    never inside one, so a name keeps its glyph or its figure. An entry wider than a line has
+    a line of its own rather than being cut."""
+    lines = [Text(indent if first is None else first)]
+    for entry in entries:
+        n = sum(cell_len(text) for text, _ in entry)
+        used = lines[-1].cell_len
+        if width is not None and used > cell_len(indent) and used + n > width:
+            lines.append(Text(indent))
+        for text, style in entry:
+            lines[-1].append(text, style=style)
     return lines
 
 
@@ -138,43 +155,35 @@ def kernel_split(job: JobState, pal: Palette, width: int | None = None) -> Text:
     """Mean kernel time by group across partitions: NTT, MSM H, A, B1, L. Within ``width``
     cells a line breaks between groups, never between a name and its figure (a lone "0.7" at
     the start of a line no longer says whose it is)."""
-    out = Text(style=pal.dim)  # the line's base style, as it always was: dim, figures bold
-    line = 0  # cells on the current line
-
-    def put(*pieces: tuple[str, str], newline: bool = False) -> None:
-        nonlocal line
-        n = sum(len(text) for text, _ in pieces)
-        if newline or (width is not None and line > 1 and line + n > width):
-            out.append("\n ")
-            line = 1
-        for text, style in pieces:
-            out.append(text, style=style)
-        line += n
-
-    put((" kernels (mean ms): ", pal.dim))
+    entries: list[Sequence[Piece]] = [((" kernels (mean ms): ", pal.dim),)]
     for k in KERNEL_KEYS:
         if k == "abc" and job.mean_ms(k) is None:  # a group of abc_eval = "gpu" only
             continue
-        put((f"{k} ", pal.dim), (f"{fmt_ms(job.mean_ms(k))}  ", "bold"))
+        entries.append(((f"{k} ", pal.dim), (f"{fmt_ms(job.mean_ms(k))}  ", "bold")))
     status = job.status
     if status == "done":
-        put(("  proof ", pal.dim), ("verified ✓", pal.ok))
+        entries.append((("  proof ", pal.dim), ("verified ✓", pal.ok)))
     elif status in ("bad", "failed"):
-        put(("  proof ", pal.dim), ("FAILED ✗", pal.bad))
+        entries.append((("  proof ", pal.dim), ("FAILED ✗", pal.bad)))
     else:
-        put(("  proof ", pal.dim), (status, ""))
+        entries.append((("  proof ", pal.dim), (status, "")))
     if job.total_ms is not None:
-        put((f"  total {fmt_s(job.total_ms)}", "bold"))
+        entries.append(((f"  total {fmt_s(job.total_ms)}", "bold"),))
     reasons = [p.reason for p in job.parts.values() if p.reason]
     if reasons:
-        put((f"  reason: {reasons[0]}", pal.bad))
+        entries.append(((f"  reason: {reasons[0]}", pal.bad),))
+    lines = _flow(entries, width, indent=" ", first="")
     handoff = [(label, job.mean_ms(key)) for key, label in HANDOFF_KEYS]
     if any(v is not None for _, v in handoff):
-        # the wrapper's time outside the prover's call (sessions recorded before these layers
-        # existed simply do not show the line)
-        put(("wrapper outside the call (mean ms): ", pal.dim), newline=True)
-        for label, v in handoff:
-            put((f"{label} ", pal.dim), (f"{fmt_ms(v)}  ", "bold"))
+        # the wrapper's time outside the prover's call, on a line of its own (sessions
+        # recorded before these layers existed simply do not show it)
+        layers: list[Sequence[Piece]] = [(("wrapper outside the call (mean ms): ", pal.dim),)]
+        layers += [((f"{label} ", pal.dim), (f"{fmt_ms(v)}  ", "bold")) for label, v in handoff]
+        lines += _flow(layers, width, indent=" ")
+    out = Text(style=pal.dim)  # the line's base style, as it always was: dim, figures bold
+    for i, line in enumerate(lines):
+        out.append("\n" if i else "")
+        out.append(line)
     return out
 
 
