@@ -93,24 +93,40 @@ def test_sigkill_of_the_orchestrator_leaves_nothing_within_5s(params, tmp_path):
     assert announced and announced <= verified, (announced, verified)
 
 
-def test_next_start_sweeps_and_reports_what_a_dead_run_left(params, tmp_path):
+def test_next_start_sweeps_and_reports_what_a_dead_run_left(params, tmp_path, monkeypatch):
     """Leftovers of a run whose orchestrator and resource tracker were both killed: a segment
     with the dead pid's prefix and an unmapped semaphore. The next start unlinks both, says
-    so, and never touches a semaphore that a live process maps."""
+    so, and never touches a semaphore that a live process maps.
+
+    /dev/shm is shared with every other process: any engine that starts there (the other xdist
+    process's, another pytest run's) sweeps what dead runs left too. So the leftovers are made
+    inside this engine's own sweep, just before the real sweep functions run: made any earlier,
+    another start could take them first and this one would rightly report nothing."""
     import multiprocessing as mp
+
+    from engine.pipeline import engine as engine_mod
 
     dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                               capture_output=True, text=True).stdout)
     stale_seg = f"{prefix_for(dead)}j1p0a0a-1"
-    Path(SHM_DIR, stale_seg).write_bytes(b"\0" * 64)
     stale_sem = f"{SEM_PREFIX}deadbeef{os.getpid() % 10000}"
-    Path(SHM_DIR, stale_sem).write_bytes(b"\0" * 32)
     old = time.time() - 60
-    os.utime(Path(SHM_DIR, stale_sem), (old, old))
     live_q = mp.get_context("spawn").Queue()  # a live process's semaphores (this one's)
     live = semaphores_mapped_by(os.getpid())
-    for n in live:
-        os.utime(Path(SHM_DIR, n), (old, old))
+    real_segments, real_semaphores = engine_mod.sweep_stale, engine_mod.sweep_stale_semaphores
+
+    def leave_segment_then_sweep() -> list[str]:
+        Path(SHM_DIR, stale_seg).write_bytes(b"\0" * 64)
+        return real_segments()
+
+    def leave_semaphore_then_sweep() -> list[str]:
+        Path(SHM_DIR, stale_sem).write_bytes(b"\0" * 32)
+        for n in [stale_sem, *live]:  # old enough to be swept, were nobody mapping them
+            os.utime(Path(SHM_DIR, n), (old, old))
+        return real_semaphores()
+
+    monkeypatch.setattr(engine_mod, "sweep_stale", leave_segment_then_sweep)
+    monkeypatch.setattr(engine_mod, "sweep_stale_semaphores", leave_semaphore_then_sweep)
     lines: list[str] = []
     eng = Engine(make_cfg(params, partition_workers=1), progress=lines.append)
     q = eng.subscribe()
