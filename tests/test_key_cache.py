@@ -61,9 +61,14 @@ from engine.pipeline import proving
 from engine.pipeline.circuits import resolve
 
 real = setup_mod.setup
+go = __import__("pathlib").Path({go!r})
 def slow_setup(*a, **k):
     print("SETUP", flush=True)
-    time.sleep(3.0)  # long enough for the second run to arrive while this one holds the lock
+    # hold the lock until the test says the second run waits for it (a fixed sleep lost that
+    # race whenever the second interpreter took longer to start under load)
+    deadline = time.monotonic() + 120
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     return real(*a, **k)
 setup_mod.setup = slow_setup
 path, vk = proving.ensure_key(resolve({preset!r}), __import__("pathlib").Path({cache!r}),
@@ -74,7 +79,8 @@ print("VK", vk.ic[0].hex(), flush=True)
 
 def test_two_runs_on_one_fresh_cache_do_one_setup(tmp_path):
     cache = tmp_path / "fresh"
-    code = _RACER.format(root=str(ROOT), preset=PRESET, cache=str(cache))
+    go = tmp_path / "go"
+    code = _RACER.format(root=str(ROOT), preset=PRESET, cache=str(cache), go=str(go))
     first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     out1: list[str] = []
@@ -89,12 +95,19 @@ def test_two_runs_on_one_fresh_cache_do_one_setup(tmp_path):
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     assert started.wait(120), "".join(out1) + first.stderr.read()
-    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300)
+    second = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    out2: list[str] = []
+    for line in second.stdout:  # the first holds the lock until the second says it waits
+        out2.append(line.rstrip("\n"))
+        if line.startswith("waiting for another process's setup"):
+            break
+    go.touch()
+    out2 += second.stdout.read().splitlines()
+    second.wait(300)
     first.wait(300)
     reader.join(10)
-    out2 = second.stdout.splitlines()
-    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert first.returncode == 0 and second.returncode == 0, second.stderr.read()
     setups = sum(line.startswith("SETUP") for line in out1) + sum(
         line.startswith("SETUP") for line in out2)
     assert setups == 1, (out1, out2)
@@ -109,7 +122,7 @@ def test_a_killed_setup_releases_the_lock(tmp_path):
     """flock belongs to the open file: a holder that is SIGKILLed mid-setup frees it, and the
     next run makes the key."""
     cache = tmp_path / "fresh"
-    code = _RACER.format(root=str(ROOT), preset=PRESET, cache=str(cache))
+    code = _RACER.format(root=str(ROOT), preset=PRESET, cache=str(cache), go=str(tmp_path / "go"))
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     line = ""
     deadline = time.monotonic() + 120
