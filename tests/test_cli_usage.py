@@ -173,15 +173,23 @@ def test_prove_and_setup_show_their_steps_when_piped(cubic_keys: Path, tmp_path:
 
 
 def test_a_long_step_piped_says_it_is_still_running() -> None:
+    """A beat each heartbeat_s of a long step, never more often. The step lasts until two beats
+    are out (a fixed sleep gave a starved beat thread too few, or an overslept one too many),
+    and the beats are bounded by how long it really lasted."""
     buf = io.StringIO()
+    beat = "prove 2/2: slow (still running) ["
     with Steps("prove", 2, stream=buf, fancy=False, heartbeat_s=0.2) as steps:
         steps.step("quick")
+        t0 = time.monotonic()
         steps.step("slow")
-        time.sleep(0.9)
+        deadline = t0 + 30
+        while buf.getvalue().count(beat) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    lasted = time.monotonic() - t0  # the beat thread has been joined
     lines = buf.getvalue().splitlines()
     assert lines[0].startswith("prove 1/2: quick [") and lines[1].startswith("prove 2/2: slow [")
-    beats = [ln for ln in lines if ln.startswith("prove 2/2: slow (still running) [")]
-    assert 2 <= len(beats) <= 5, lines
+    beats = [ln for ln in lines if ln.startswith(beat)]
+    assert 2 <= len(beats) <= lasted / 0.2, (lasted, lines)
     assert all(PROGRESS.match(ln) for ln in lines), lines
 
 
