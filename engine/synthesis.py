@@ -45,9 +45,12 @@ def _value_flags_serial(z, flags):
         value_kind(z, flags, i)
 
 
-def value_flags(z: np.ndarray, flags: np.ndarray) -> None:
-    """flags[i] = 0 if z[i] == 0, 1 if z[i] == 1, else 2."""
-    (_value_flags if len(z) >= PARALLEL_MIN_ROWS else _value_flags_serial)(z, flags)
+def value_flags(z: np.ndarray, flags: np.ndarray, parallel: bool | None = None) -> None:
+    """flags[i] = 0 if z[i] == 0, 1 if z[i] == 1, else 2. ``parallel``: the multi-threaded
+    variant or not; None picks by size (:data:`PARALLEL_MIN_ROWS`)."""
+    if parallel is None:
+        parallel = len(z) >= PARALLEL_MIN_ROWS
+    (_value_flags if parallel else _value_flags_serial)(z, flags)
 
 
 @njit(cache=True, parallel=True)
@@ -161,8 +164,11 @@ def evaluate(
     out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     plan: EvalPlan | None = None,
     flags: np.ndarray | None = None,
+    parallel: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """a = A·z, b = B·z, c = C·z (Fr Montgomery, uint64[constraints, 4] each) into ``out``."""
+    """a = A·z, b = B·z, c = C·z (Fr Montgomery, uint64[constraints, 4] each) into ``out``.
+    ``parallel``: the multi-threaded variants or not; None picks by the number of constraints
+    (:data:`PARALLEL_MIN_ROWS`), below which one thread is faster."""
     if z.shape != (r.num_vars, 4) or z.dtype != np.uint64:
         raise ValueError(f"witness must be uint64[{r.num_vars}, 4], got {z.dtype}{list(z.shape)}")
     if out is None:
@@ -173,8 +179,10 @@ def evaluate(
     plan = plan or eval_plan(r)
     if flags is None:
         flags = np.empty(r.num_vars, np.int8)
-        value_flags(z, flags)
-    spmv = _spmv if r.num_constraints >= PARALLEL_MIN_ROWS else _spmv_serial
+        value_flags(z, flags, parallel)
+    if parallel is None:
+        parallel = r.num_constraints >= PARALLEL_MIN_ROWS
+    spmv = _spmv if parallel else _spmv_serial
     for m, tags, o in zip((r.A, r.B, r.C), plan.tags, out):
         spmv(m.indptr, m.indices, m.data, tags, flags, z, o)
     return out
@@ -189,8 +197,9 @@ def first_unsatisfied(a, b, c):
     return -1
 
 
-def is_satisfied(r: R1CS, z: np.ndarray) -> bool:
-    a, b, c = evaluate(r, z)
+def is_satisfied(r: R1CS, z: np.ndarray, parallel: bool | None = None) -> bool:
+    """Whether ``z`` satisfies every constraint (``parallel`` as for :func:`evaluate`)."""
+    a, b, c = evaluate(r, z, parallel=parallel)
     return first_unsatisfied(a, b, c) < 0
 
 
@@ -269,19 +278,21 @@ def synthesize_partition(
     z: np.ndarray | None = None,
     abc: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     plan: EvalPlan | None = None,
+    parallel: bool | None = None,
 ) -> Synthesis:
     """Witness then evaluation of one porep partition, into ``z`` and ``abc`` when given
     (preallocated, e.g. shared memory) or fresh arrays. ``plan`` (from :func:`eval_plan`) can
-    be kept per circuit and reused."""
+    be kept per circuit and reused. ``parallel``: the multi-threaded variants of every step or
+    not; None (what the engine runs) picks each by its size."""
     from engine.circuit.porep import porep_witness
 
     r = shape.r1cs
     t0 = now_ms()
-    public, z = porep_witness(shape, part, z)
+    public, z = porep_witness(shape, part, z, parallel)
     t1 = now_ms()
     flags = np.empty(r.num_vars, np.int8)
-    value_flags(z, flags)
-    abc = evaluate(r, z, abc, plan, flags)
+    value_flags(z, flags, parallel)
+    abc = evaluate(r, z, abc, plan, flags, parallel)
     t2 = now_ms()
     aux = flags[r.num_inputs :]
     return Synthesis(

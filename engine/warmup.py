@@ -13,8 +13,7 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +78,10 @@ def _compile_synthesis() -> tuple[Any, Any]:
     _, parts = generate_partitions(WARM_PRESET, 1)
     z = np.empty((r.num_vars, 4), np.uint64)
     synthesize_partition(shape, parts[0], z, alloc_abc(r), eval_plan(r))
-    with _parallel_paths():  # what every preset past tiny runs: the multi-threaded variants
-        synthesize_partition(shape, parts[0], np.empty_like(z), alloc_abc(r), eval_plan(r))
+    # what every preset past tiny runs: the multi-threaded variants (each a numba function of
+    # its own to compile), which a tiny input left to its size would never take
+    synthesize_partition(shape, parts[0], np.empty_like(z), alloc_abc(r), eval_plan(r),
+                         parallel=True)
     # abc_eval = "gpu": the compact witness (synthesis side), the matrices and their
     # evaluation into H's input (the prover side on the cpu backend)
     from engine.groth16.compact import (
@@ -102,21 +103,6 @@ def _compile_synthesis() -> tuple[Any, Any]:
     return shape, z
 
 
-@contextmanager
-def _parallel_paths() -> Iterator[None]:
-    """Synthesis's size thresholds at zero for a while, so a tiny input takes the parallel
-    variants that larger circuits use (each is a numba function of its own to compile)."""
-    from engine import synthesis
-    from engine.circuit import witness
-
-    saved = synthesis.PARALLEL_MIN_ROWS, witness.PARALLEL_MIN_OPS
-    synthesis.PARALLEL_MIN_ROWS, witness.PARALLEL_MIN_OPS = 0, 0
-    try:
-        yield
-    finally:
-        synthesis.PARALLEL_MIN_ROWS, witness.PARALLEL_MIN_OPS = saved
-
-
 def _compile_key_and_proof(shape: Any, z: Any) -> None:
     """What a first run does next on the cpu backend: make the preset's key (the QAP, the
     fixed-base tables), check the witness, prove and verify-encode the proof."""
@@ -128,8 +114,7 @@ def _compile_key_and_proof(shape: Any, z: Any) -> None:
 
     be = get_backend("cpu")
     r = shape.r1cs
-    with _parallel_paths():
-        is_satisfied(r, z)
+    is_satisfied(r, z, parallel=True)
     pk = setup(r, "warm-up", be)
     verifying_key(pk)
     prove(pk, r, z, be)

@@ -310,13 +310,16 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
 PARALLEL_MIN_OPS = 20000  # below this a wave runs on one thread: a parallel launch costs more
 
 
-def witness_numba(shape: CircuitShape, z: np.ndarray) -> np.ndarray:
-    """Complete ``z`` (from :func:`fill_inputs`) in place, wave by wave; returns z."""
+def witness_numba(shape: CircuitShape, z: np.ndarray, parallel: bool | None = None) -> np.ndarray:
+    """Complete ``z`` (from :func:`fill_inputs`) in place, wave by wave; returns z. A wave of
+    more than one instance runs on every thread where numba has several and ``parallel`` says
+    so; None decides per wave by its cost (:data:`PARALLEL_MIN_OPS`)."""
     pool, meta = poseidon_tables()
     prog = witness_program(shape)
     for items, cost in zip(prog.waves, prog.costs):
         args = (z, items, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, pool, meta)
-        if len(items) > 1 and cost >= PARALLEL_MIN_OPS and numba.get_num_threads() > 1:
+        wide = cost >= PARALLEL_MIN_OPS if parallel is None else parallel
+        if len(items) > 1 and wide and numba.get_num_threads() > 1:
             old = numba.get_parallel_chunksize()
             numba.set_parallel_chunksize(1)  # instances differ in cost: hand them out one by one
             try:
