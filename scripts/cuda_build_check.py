@@ -10,7 +10,6 @@ any module fails to compile.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from engine.cli_common import OneLineParser  # noqa: E402
 
 
 def compile_module(name: str, out: Path, defines: dict[str, str]) -> tuple[str, bool, str, float]:
@@ -40,7 +41,7 @@ def compile_module(name: str, out: Path, defines: dict[str, str]) -> tuple[str, 
 def main(argv: list[str] | None = None) -> int:
     from kernels.cuda.module import MODULES
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("outdir", nargs="?", default=None)
     ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--modules", default=",".join(MODULES))

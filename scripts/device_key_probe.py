@@ -12,7 +12,6 @@ sampler (NVML-free: memGetInfo) during the proofs; host: peak RSS. For docs/PLAN
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -23,9 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.cli_common import OneLineParser  # noqa: E402
+
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("preset")
     ap.add_argument("--params", default=os.environ.get("SEALTOP_PARAMS", ".params"))
     ap.add_argument("--proofs", type=int, default=1)

@@ -24,7 +24,6 @@ must sweep the leftovers (its "swept" line is counted in the last column).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -42,6 +41,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # processes.py: what /proc says, shared with the tests
 
 from processes import semaphores_mapped_by  # noqa: E402
+
+from engine.cli_common import OneLineParser  # noqa: E402
 
 PRESET = "chain-1024"
 SHM = "/dev/shm"
@@ -338,7 +339,7 @@ def table(rows: list[tuple[Scenario, list[Outcome]]], markdown: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=2, help="runs per scenario (default 2)")
     ap.add_argument("--jobs", type=int, default=12, help="jobs per run (default 12)")
     ap.add_argument("--only", default=None, help="comma-separated scenario names")

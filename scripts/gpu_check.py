@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from engine.cli_common import OneLineParser  # noqa: E402
+
 
 class Tee:
     def __init__(self, path: Path) -> None:
@@ -96,7 +98,7 @@ def probe_rates(log: Tee) -> dict[str, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = OneLineParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir")
     ap.add_argument("--cache", default=str(ROOT / ".cupycache"))
     ap.add_argument("--phases", default="compile,tests,probe,bench")

@@ -10,12 +10,16 @@ session writer) and without, for a few switch intervals, and prints the median a
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import statistics
 import sys
 import threading
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.cli_common import OneLineParser  # noqa: E402
 
 
 def _spin(stop: threading.Event) -> None:
@@ -66,7 +70,7 @@ def round_trips(interval: float | None, busy: bool, rounds: int) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=200)
     args = ap.parse_args()
     print(f"{'busy thread':>11} {'switch interval':>15} {'median ms':>10} {'p90 ms':>8}")
