@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from app_pilot import outside, screen_lines  # noqa: E402
+from app_pilot import outside, screen_lines, wait_for  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
@@ -67,7 +67,17 @@ async def test_header_stays_on_top_after_500_log_lines():
 async def test_80x24_proofs_table_shows_five_rows_with_id_stage_and_total():
     app = replay_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
+        # the rows and the header's knob line come with the first refreshes, which a loaded
+        # machine may run after a fixed pause: wait until both are drawn instead
+        def drawn() -> bool:
+            tables = app.screen.query(ProofsTable)
+            if not tables or tables.first().row_count < 5:
+                return False
+            top = tables.first().region.y + 1
+            lines = screen_lines(app)
+            return top < len(lines) and "total s" in lines[top] and "workers" in lines[1]
+
+        await wait_for(pilot, drawn)
         table = app.screen.query_one(ProofsTable)
         keys = [k for k, _, _ in table.columns]
         assert {"job", "stage", "total"} <= set(keys)
