@@ -1,7 +1,8 @@
 """What a first look at 80x24 meets: every panel maximized, the filter box and the help screen
 stay inside the terminal, with their borders (a fresh operator's walk-through found the
 maximized pipeline twice the screen's width, the filter box and log pushed below the footer,
-and the help box cut at its right edge)."""
+and the help box cut at its right edge); Escape leaves the filter box (it kept the focus, so
+every key after it typed into the filter)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from app_pilot import outside, screen_lines, wait_for  # noqa: E402
 from app.console import SealtopApp  # noqa: E402
 from app.screens.help import HelpScreen  # noqa: E402
 from app.session_io import load_session  # noqa: E402
+from app.widgets.proofs import ProofsTable  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 SIZE = (80, 24)
@@ -53,7 +55,19 @@ async def test_maximized_panels_filter_and_help_fit_80x24():
         assert outside(app) == []
         log = app.screen.query_one("#log")
         assert log.region.height >= 3 and log.region.bottom <= SIZE[1] - 1
-        await pilot.press("enter")
+        # Escape leaves the filter: the box closes, the rows come back, keys act again
+        table = app.screen.query_one(ProofsTable)
+        rows = table.row_count
+        await pilot.press(*"bad")
+        await pilot.pause(0.1)
+        assert table.row_count < rows
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not box.display and app.focused is table and table.filter_text == ""
+        assert table.row_count == rows
+        sort_key = table.sort_key
+        await pilot.press("o")
+        assert table.sort_key != sort_key and box.value == ""
 
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))

@@ -174,11 +174,17 @@ class DashboardScreen(Screen):
         self.set_focus(target)
 
     def action_restore(self) -> None:
+        box = self.query_one("#filter", Input)
+        table = self.query_one(ProofsTable)
         if self.maximized is not None:
             self.restore_panels()
-        elif self.query_one(ProofsTable).filter_text:
-            self.query_one("#filter", Input).value = ""
-            self.query_one(ProofsTable).filter_text = ""
+        elif box.display or table.filter_text:
+            # Escape leaves the filter: cleared, its box closed and the keys back on the table
+            # (with the box left open and focused, q and every other key went on typing into it)
+            box.value = ""
+            box.display = False
+            table.filter_text = ""
+            table.focus()
             self.app.render_proofs()
 
     def action_filter(self) -> None:
