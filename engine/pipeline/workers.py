@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 from engine.pipeline import prover_trace
@@ -36,6 +37,7 @@ from engine.pipeline.messages import (
     KeyLoaded,
     KeyProgress,
     LoadKey,
+    PartKey,
     Proved,
     ProveTask,
     Ready,
@@ -285,19 +287,10 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             if e_pre is not None:
                 trace.extra["gpu_span_ms"] = state.backend.elapsed_ms(e_pre, state.backend.mark())
                 trace.extra["kernels_ms"] = sum(timings.get(g, 0.0) for g in START_GROUPS)
-            t_sent = time.monotonic()
-            timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
-            timings["recv_mono"], timings["sent_mono"] = t_recv, t_sent
-            # Tell the orchestrator first, then hand what this slot mapped of a, b and c to
-            # the unmap thread: unmapping GBs of touched pages is deallocation, and must not
-            # hold this slot from its next partition. The orchestrator's dealloc step waits for
-            # "abc_unmapped" before it unlinks. z stays for the finalize half.
-            state.results.put(GpuDone(state.name, key, timings))
-            trace.stamp("sent")
+            _reply_gpu_done(state, key, timings, t_recv, trace)
             inputs.clear()
-            state.unmap_q.put((key, [mapped.pop(k) for k in ("a", "b", "c") if k in mapped]))
-            state.finalize_q.put((key, handle, mapped.pop("z", None), task.b_g2, pk))
-            trace.emit()
+            _pass_on(state, task, handle, [mapped.pop(k) for k in ("a", "b", "c") if k in mapped],
+                     mapped.pop("z", None), pk, trace)
         except Exception as exc:
             detail = _one_line(exc)
             if os.environ.get("SEALTOP_WORKER_TRACEBACK"):
@@ -335,13 +328,51 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     timings = dict(proving.kernel_timings(handle))
     timings["gpu_call"] = _ms(t0, t1)
     del w, words  # views of the mapping, which the unmap thread drops next
+    _reply_gpu_done(state, task.key, timings, t_recv, trace)
+    _pass_on(state, task, handle, [mapped.pop("w")] if "w" in mapped else [], None, pk, trace)
+
+
+@dataclass
+class _Unmap:
+    """Mappings for the unmap thread to drop. ``key`` names the partition whose a, b and c
+    they are (said with AbcUnmapped, which the orchestrator's dealloc step waits for before it
+    unlinks); None for a z the finalize half is done with."""
+
+    key: PartKey | None
+    mapped: list[Attached]
+
+
+@dataclass
+class _Finish:
+    """A partition's B2/assembly half for the finalize thread: the GPU half's ``handle``, the
+    mapping of z where the slot mapped it (dropped once the proof is made), where B2 runs and
+    the loaded key."""
+
+    key: PartKey
+    handle: Any
+    z: Attached | None
+    b_g2: str
+    pk: Any
+
+
+def _reply_gpu_done(state: _ProverState, key: PartKey, timings: dict[str, float],
+                    t_recv: float, trace: Any) -> None:
+    """GpuDone for ``key``, with the slot's host time around the call and its monotonic
+    stamps, from which the orchestrator splits its wrapper timer."""
     t_sent = time.monotonic()
     timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
     timings["recv_mono"], timings["sent_mono"] = t_recv, t_sent
-    state.results.put(GpuDone(state.name, task.key, timings))
+    state.results.put(GpuDone(state.name, key, timings))
     trace.stamp("sent")
-    state.unmap_q.put((task.key, [mapped.pop("w")] if "w" in mapped else []))
-    state.finalize_q.put((task.key, handle, None, task.b_g2, pk))
+
+
+def _pass_on(state: _ProverState, task: ProveTask, handle: Any, abc: list[Attached],
+             z: Attached | None, pk: Any, trace: Any) -> None:
+    """After GpuDone: what the slot mapped of a, b and c to the unmap thread (unmapping GBs
+    of touched pages is deallocation, and must not hold the slot from its next partition), the
+    finalize half to the finalize thread (z stays mapped for it), then the slot's trace line."""
+    state.unmap_q.put(_Unmap(task.key, abc))
+    state.finalize_q.put(_Finish(task.key, handle, z, task.b_g2, pk))
     trace.emit()
 
 
@@ -360,14 +391,13 @@ def _unmap_loop(state: _ProverState) -> None:
     """Drop the mappings of partitions whose GPU half (a, b, c) or finalize half (z) is done;
     say so for a, b, c (mapped or not), which the orchestrator's dealloc step waits for."""
     while True:
-        item = state.unmap_q.get()
+        item: _Unmap | None = state.unmap_q.get()
         if item is None:
             return
-        key, atts = item
-        for att in atts:
+        for att in item.mapped:
             att.close()
-        if key is not None:
-            state.results.put(AbcUnmapped(state.name, key))
+        if item.key is not None:
+            state.results.put(AbcUnmapped(state.name, item.key))
 
 
 def _finalize_loop(state: _ProverState, slots: int) -> None:
@@ -375,11 +405,11 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
 
     remaining = slots
     while remaining:
-        item = state.finalize_q.get()
+        item: _Finish | None = state.finalize_q.get()
         if item is None:
             remaining -= 1
             continue
-        key, handle, z_att, b_g2, loaded = item
+        key, handle, z_att, b_g2, loaded = item.key, item.handle, item.z, item.b_g2, item.pk
         del item  # the handle holds a view of z: every reference must go before z is unmapped
         try:
             t0 = time.perf_counter()
@@ -391,7 +421,7 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
         finally:
             del handle
             if z_att is not None:
-                state.unmap_q.put((None, [z_att]))
+                state.unmap_q.put(_Unmap(None, [z_att]))
 
 
 def prover_main(
