@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -61,44 +60,47 @@ def _wait_for(pred, timeout: float, what: str):
     pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
 
 
-@pytest.fixture
-def engine_socket(tmp_path: Path, monkeypatch):
-    """A running tiny engine, its stream tapped into an AttachServer at a private socket."""
+@pytest.fixture(scope="module")
+def engine_socket(tmp_path_factory):
+    """A running tiny engine, its stream tapped into an AttachServer at a private socket. One
+    for the module, so the engine starts once: each test only reads its dashboard and compares
+    partition_workers with the value before its own key press."""
     import threading
 
     from engine.attach import AttachServer
     from engine.config import EngineConfig
     from engine.pipeline.engine import Engine, Job
 
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    cfg = EngineConfig()
-    cfg.preset, cfg.partitions, cfg.partition_workers = "tiny", 1, 1
-    eng = Engine(cfg)
-    q = eng.subscribe()
-    srv = AttachServer(eng)
-    done = threading.Event()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
+        cfg = EngineConfig()
+        cfg.preset, cfg.partitions, cfg.partition_workers = "tiny", 1, 1
+        eng = Engine(cfg)
+        q = eng.subscribe()
+        srv = AttachServer(eng)
+        done = threading.Event()
 
-    def pump() -> None:
-        while not done.is_set():
-            try:
-                ev = q.get(timeout=0.1)
-            except Exception:  # noqa: BLE001 - queue.Empty
-                continue
-            if isinstance(ev, dict):
-                srv.handle(ev)
+        def pump() -> None:
+            while not done.is_set():
+                try:
+                    ev = q.get(timeout=0.1)
+                except Exception:  # noqa: BLE001 - queue.Empty
+                    continue
+                if isinstance(ev, dict):
+                    srv.handle(ev)
 
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    eng.start()
-    for seed in range(3):
-        eng.submit(Job("tiny", 1, seed + 1))
-    try:
-        yield eng, srv
-    finally:
-        eng.stop(drain=False)
-        done.set()
-        t.join(timeout=5)
-        srv.close()
+        t = threading.Thread(target=pump, daemon=True)
+        t.start()
+        eng.start()
+        for seed in range(3):
+            eng.submit(Job("tiny", 1, seed + 1))
+        try:
+            yield eng, srv
+        finally:
+            eng.stop(drain=False)
+            done.set()
+            t.join(timeout=5)
+            srv.close()
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and "
@@ -145,7 +147,12 @@ def test_serve_shows_the_dashboard_takes_keys_and_tunes_only_with_control(
             _wait_for(lambda: eng.config.partition_workers == before + 1, 30,
                       "'W' to raise partition_workers")
         else:
-            time.sleep(3)
+            # keys reach the app in order: once the help drawn by a later '?' arrives, the
+            # app has handled 'W' (a knob it sent would already be on its way to the engine)
+            helps = tty().count("sealtop keys")
+            term.send_keys("?")
+            _wait_for(lambda: tty().count("sealtop keys") > helps, 30, "the help after 'W' '?'")
+            time.sleep(1)
             assert eng.config.partition_workers == before, "a read-only browser changed a knob"
     finally:
         if driver is not None:
