@@ -21,13 +21,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from kernels.backend import Backend, BackendUnavailable, get_backend
 from kernels.constants import G1_GEN, G2_GEN, R_MOD
-from kernels.textfmt import error_line, table
+from kernels.textfmt import OneLineParser, error_line, table
 
 KERNELS = ("msm_g1", "msm_g2", "ntt", "intt", "coset_ntt")
 
@@ -274,16 +274,8 @@ def parse_sizes(tokens: Sequence[str]) -> dict[str, list[int]] | list[int] | Non
     return per or common
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one line (exit 2) instead of usage + message."""
-
-    def error(self, message: str) -> NoReturn:
-        print(error_line(self.prog, f"{message} (see `{self.prog} --help`)"), file=sys.stderr)
-        raise SystemExit(2)
-
-
 def build_parser(prog: str = "python -m kernels.bench") -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description="Time the kernels alone (MSM, NTT) through the Backend interface.")
+    p = OneLineParser(prog=prog, description="Time the kernels alone (MSM, NTT) through the Backend interface.")
     p.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "auto"], help="backend to time (default cpu)")
     p.add_argument(
         "--what",

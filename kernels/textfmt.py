@@ -1,14 +1,17 @@
 """The one plain-text table, the one byte size formatter and the one error line of everything
-sealtop prints.
+sealtop prints, and the argument parser that reports a bad argument in that line.
 
-The kernel benchmark (kernels/bench.py) prints a table and sits in the bottom layer, so the
-formatters live here where the engine's verbs and summaries and the console can all import them
-(layers point one way: app → engine → kernels).
+The kernel benchmark (kernels/bench.py) prints a table and parses its arguments, and sits in the
+bottom layer, so these live here where the engine's verbs and summaries, the console and the
+scripts can all import them (layers point one way: app → engine → kernels).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -72,3 +75,12 @@ def error_line(prog: str, message: str) -> str:
     if name != "sealtop":
         return f"{prog}: {text}"
     return f"sealtop: {verb}: {text}" if verb else f"sealtop: {text}"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one :func:`error_line` (``sealtop: VERB: what
+    (see ...)``, exit 2) instead of its usage block and ``error:`` line."""
+
+    def error(self, message: str) -> NoReturn:
+        print(error_line(self.prog, f"{message} (see `{self.prog} --help`)"), file=sys.stderr)
+        raise SystemExit(2)
