@@ -1,15 +1,15 @@
-"""What every headless verb module shares: the one-line usage errors, CliError, the exit codes,
-stderr lines and the --backend argument. The console's parser (app/main.py) uses the same
-OneLineParser, so a bad argument reads the same everywhere: ``sealtop: VERB: what (see ...)``.
+"""What every headless verb module shares: the one-line usage errors (OneLineParser, from
+kernels.textfmt, where the kernel benchmark uses it too), CliError, the exit codes, stderr lines
+and the --backend argument. The console's parser (app/main.py) uses the same OneLineParser, so a bad argument reads the same everywhere: ``sealtop: VERB: what (see ...)``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
-from kernels.textfmt import error_line
+from kernels.textfmt import OneLineParser
 
 PROG = "sealtop"
 # The console's verbs, which app/main.py opens (`replay FILE` without --summary is one too):
@@ -21,15 +21,6 @@ EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 class CliError(Exception):
     """A user-facing failure: the message is printed as one line."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one ``sealtop: ...`` line (exit 2) instead of
-    its usage block and ``error:`` line."""
-
-    def error(self, message: str) -> NoReturn:
-        print(error_line(self.prog, f"{message} (see `{self.prog} --help`)"), file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
 
 
 def add_sub_verbs(p: argparse.ArgumentParser, dest: str, metavar: str = "WHAT") -> Any:
