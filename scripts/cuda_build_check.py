@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.cli_common import OneLineParser  # noqa: E402
+from kernels.textfmt import OneLineParser  # noqa: E402
 
 
 def compile_module(name: str, out: Path, defines: dict[str, str]) -> tuple[str, bool, str, float]:

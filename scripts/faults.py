@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # processes.py: what /proc says, shared
 
 from processes import semaphores_mapped_by  # noqa: E402
 
-from engine.cli_common import OneLineParser  # noqa: E402
+from kernels.textfmt import OneLineParser  # noqa: E402
 
 PRESET = "chain-1024"
 SHM = "/dev/shm"

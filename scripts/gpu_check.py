@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.cli_common import OneLineParser  # noqa: E402
+from kernels.textfmt import OneLineParser  # noqa: E402
 
 
 class Tee:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.cli_common import OneLineParser  # noqa: E402
+from kernels.textfmt import OneLineParser  # noqa: E402
 
 
 def _spin(stop: threading.Event) -> None:

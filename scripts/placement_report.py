@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.cli_common import OneLineParser  # noqa: E402
 from engine.pipeline.placement import cpulist_text, nvml_pci, plan  # noqa: E402
 from engine.telemetry.nvml import gpu_list  # noqa: E402
+from kernels.textfmt import OneLineParser  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
