@@ -138,8 +138,13 @@ def ensure_warm(progress: Callable[[str], None] | None = None) -> float:
     return secs
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """`python -m engine.warmup`: compile now (CI does this once) and print the cold-compile time."""
+    from kernels.textfmt import OneLineParser
+
+    OneLineParser(prog="python -m engine.warmup", description=(
+        "Compile (or load from numba's cache) every numba function the engine's workers run, "
+        "and print how long it took.")).parse_args(argv)
     secs = compile_all(print)
     print(f"numba cold compile: {secs:.1f} s (kernels and synthesis; later runs load the cache)")
     return 0

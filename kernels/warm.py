@@ -46,7 +46,13 @@ def _msms(msm, msm_windows, points: np.ndarray, s: np.ndarray) -> None:
     msm_windows(points, s, c=11, batch=0)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kernels.warm`: compile the CPU kernels now and print how long it took."""
+    from kernels.textfmt import OneLineParser
+
+    OneLineParser(prog="python -m kernels.warm", description=(
+        "Compile (or load from numba's cache) every CPU kernel, and print how long it "
+        "took.")).parse_args(argv)
     secs = warm()
     print(f"numba cold compile: {secs:.1f} s (a second run loads the cache)")
     return 0
