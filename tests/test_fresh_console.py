@@ -2,7 +2,7 @@
 stay inside the terminal, with their borders (a fresh operator's walk-through found the
 maximized pipeline twice the screen's width, the filter box and log pushed below the footer,
 and the help box cut at its right edge); Escape leaves the filter box (it kept the focus, so
-every key after it typed into the filter)."""
+every key after it typed into the filter); help lists the proofs table's and the log's keys."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ import pytest
 pytest.importorskip("textual")
 
 from app_pilot import outside, screen_lines, wait_for  # noqa: E402
+from textual.binding import Binding  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
-from app.screens.help import HelpScreen  # noqa: E402
+from app.screens.help import HelpScreen, binding_rows  # noqa: E402
 from app.session_io import load_session  # noqa: E402
+from app.widgets.eventlog import EventLog  # noqa: E402
 from app.widgets.proofs import ProofsTable  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
@@ -75,3 +77,29 @@ async def test_maximized_panels_filter_and_help_fit_80x24():
         help_box = app.screen.query_one("#help-box")
         assert help_box.region.right <= SIZE[0], help_box.region
         assert box_closed(screen_lines(app), help_box.region.y)
+        # the keys of the proofs table and of the event log are listed too (j/k, page keys,
+        # the log's search), and not replay's g/G, which seek there
+        dashboard = app.screen.over
+        rows = binding_rows(app, dashboard)
+        for widget in (dashboard.query_one(ProofsTable), dashboard.query_one(EventLog)):
+            section = type(widget).HELP_SECTION
+            for b in type(widget).BINDINGS:
+                if b.action == "choose":
+                    continue  # Enter: the dashboard's own row says it (proof detail)
+                offered = widget.check_action(b.action.split("(")[0], ()) is not False
+                keys = {app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(",")}
+                listed = any(r[0] == section and r[2] == b.description and keys <= set(r[1].split(", "))
+                             for r in rows)
+                assert listed == offered, (section, b)
+        lines = rendered(app.screen.query_one("#help-table").content)
+        assert any("proofs table" in ln and "↓, j" in ln and "Cursor down" in ln for ln in lines)
+        assert any("event log" in ln and "Search the log" in ln for ln in lines)
+
+
+def rendered(content) -> list[str]:
+    """A Rich renderable's plain lines at 200 columns."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open("/dev/null", "w"), color_system=None)
+    console.print(content)
+    return console.export_text().splitlines()

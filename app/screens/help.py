@@ -1,8 +1,9 @@
 """Help: the key bindings of the app and of the screen it was opened over, in this mode.
 
-Built from the Binding objects themselves, so a binding cannot exist without being listed; a
-key the current mode does not offer (tuning in replay or read-only, replay keys live) is left
-out, one that is only switched off for now is marked so. The help text is a binding's tooltip
+Built from the Binding objects themselves (the screen's, its widgets' and the app's), so a
+binding cannot exist without being listed; a key the current mode does not offer (tuning in
+replay or read-only, replay keys live) is left out, one that is only switched off for now is
+marked so. The help text is a binding's tooltip
 (the footer shows its short description).
 """
 
@@ -18,11 +19,25 @@ from textual.widgets import Static
 
 
 def binding_rows(app, screen: Screen | None) -> list[tuple[str, str, str, str]]:
-    """(section, keys, description, availability) for each of our bindings, de-duplicated."""
+    """(section, keys, description, availability) for each of our bindings, de-duplicated.
+
+    The screen's, its widgets' that name a HELP_SECTION (the proofs table's cursor keys, the
+    event log's scrolling and search), then the app's. In a widget's section, keys that do the
+    same thing share a row ("↑, k  Cursor up")."""
     rows: list[tuple[str, str, str, str]] = []
     sources: list[tuple[str, object]] = [("global", app)]
+    widgets: list[tuple[str, object]] = []
+    screen_section = getattr(screen, "HELP_SECTION", type(screen).__name__)
     if screen is not None:
-        sources.insert(0, (getattr(screen, "HELP_SECTION", type(screen).__name__), screen))
+        seen: set[type] = set()
+        for w in screen.walk_children():
+            section = type(w).__dict__.get("HELP_SECTION")
+            if section and type(w) not in seen:
+                seen.add(type(w))
+                widgets.append((section, w))
+        sources[:0] = [(screen_section, screen), *widgets]
+    checked = {id(screen)} | {id(w) for _, w in widgets}
+    merged: dict[tuple[str, str, str], int] = {}  # (section, description, note) -> row, widgets'
     for section, node in sources:
         for b in getattr(type(node), "BINDINGS", []):
             if not isinstance(b, Binding):
@@ -31,7 +46,7 @@ def binding_rows(app, screen: Screen | None) -> list[tuple[str, str, str, str]]:
                              for k in b.key.split(","))
             note = ""
             check = getattr(node, "check_action", None)
-            if check is not None and node is screen:
+            if check is not None and id(node) in checked:
                 try:
                     ok = check(b.action.split("(")[0], ())
                 except Exception:  # noqa: BLE001 - availability is only a hint
@@ -39,7 +54,16 @@ def binding_rows(app, screen: Screen | None) -> list[tuple[str, str, str, str]]:
                 if ok is False:
                     continue  # a key this mode does not have is not listed
                 note = "" if ok else "disabled now"
-            rows.append((section, keys, b.tooltip or b.description or b.action, note))
+            desc = b.tooltip or b.description or b.action
+            if node is not screen and node is not app:
+                if any(r[0] == screen_section and r[1] == keys and r[2] == desc for r in rows):
+                    continue  # the screen's own binding already says it (Enter: proof detail)
+                at = merged.get((section, desc, note))
+                if at is not None:
+                    rows[at] = (section, f"{rows[at][1]}, {keys}", desc, note)
+                    continue
+                merged[(section, desc, note)] = len(rows)
+            rows.append((section, keys, desc, note))
     rows.append(("global", app.get_key_display(Binding("ctrl+p", "command_palette")),
                  "Command palette (every action, knobs, themes)", ""))
     return rows

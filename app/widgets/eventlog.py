@@ -36,6 +36,7 @@ class EventLog(ScrollView, can_focus=True):
     """The log, newest at the bottom; arrows, j/k, page keys and home/end scroll it."""
 
     ALLOW_MAXIMIZE = True
+    HELP_SECTION = "event log"  # its keys' section in the help screen
     BINDINGS = [
         Binding("up,k", "scroll_lines(-1)", "Scroll up", show=False),
         Binding("down,j", "scroll_lines(1)", "Scroll down", show=False),

@@ -119,6 +119,7 @@ class ProofsTable(ScrollView, can_focus=True):
         text-style: $block-cursor-text-style;
     }
     """
+    HELP_SECTION = "proofs table"  # its keys' section in the help screen
     BINDINGS = [
         Binding("up", "cursor(-1)", "Cursor up", show=False),
         Binding("down", "cursor(1)", "Cursor down", show=False),
