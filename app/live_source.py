@@ -381,7 +381,9 @@ class LiveSource:
             self.app.notify(f"{name}: {exc}", severity="error")
             self.app.request_render()
             return False
-        shown = fmt_bytes(value) if name == "memory_budget" and value else value
+        shown = value
+        if name == "memory_budget":
+            shown = fmt_bytes(value) if value else "unlimited"
         self.app.notify(f"{name} → {shown}", timeout=2)
         return True
 
@@ -402,6 +404,9 @@ class LiveSource:
             new = max(1, int(cur or 1) + direction)
         if new != cur:
             self.set_knob(name, new)
+        else:  # a key at its end says so rather than doing nothing
+            least = "1 GiB (0 in the palette's Set memory_budget: none)" if name == "memory_budget" else "1"
+            self.app.notify(f"{name} is at its least, {least}", severity="warning", timeout=2)
 
     def action_pause(self) -> None:
         if self._refuse():
@@ -490,7 +495,14 @@ class LiveSource:
                     self.app.notify(f"{name} needs a whole number", severity="error")
                     return
             else:
-                value = (budget_bytes(answer) if not answer.isdigit() else int(answer)) or 0
+                from engine.config import parse_size
+
+                try:  # a typo must not read as 0, which is no budget at all
+                    value = parse_size(answer)
+                except ValueError as exc:
+                    self.app.notify(f"memory_budget: {exc}; 0 or unlimited for none",
+                                    severity="error")
+                    return
             self.set_knob(name, value)
 
         cur = self.state.knobs.get(name)
