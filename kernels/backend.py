@@ -9,6 +9,7 @@ between backends without conversion and both backends give bit-identical results
 reason, where there is no GPU.
 
 Beside the arithmetic, each backend says what it is, so that callers never test its name:
+``unavailable_reason`` (why it cannot run here, or None; asked before it starts),
 ``is_device`` (it computes in a device's memory, so vectors are copied there), ``select_device``
 (in a fresh process, before the backend starts: compute on that device only), ``synchronize``
 (wait for queued device work, so a host timer covers it), ``release_pools`` (hand cached
@@ -31,6 +32,11 @@ class BackendUnavailable(RuntimeError):
 class Backend(Protocol):
     name: str
     is_device: bool  # computes in a device's memory (vectors are copied to it), not the host's
+
+    # None when the backend can run here, else one line saying why not (no library, no device);
+    # asked before any instance exists, so it starts nothing. Static, as select_device.
+    @staticmethod
+    def unavailable_reason() -> str | None: ...
 
     # Compute on device ``device`` only (the system's numbering), in a process where the backend
     # has not started yet; a host backend ignores it. Static: it runs before any instance.
@@ -111,47 +117,43 @@ def is_device_backend(name: str | None) -> bool:
         return False
 
 
-def pick_backend(requested: str) -> str:
-    """The backend that ``requested`` (a backend's name or ``auto``) runs on here: ``auto`` is
-    the device backend where it can run, else cpu. Raises BackendUnavailable with the reason
-    when a named device backend cannot run."""
-    if requested == "cpu":
-        return "cpu"
-    reason = cuda_unavailable_reason()
-    if reason is None:
-        return "cuda"
-    if requested == "cuda":
-        raise BackendUnavailable(reason)
-    return "cpu"
+def unavailable_reason(name: str) -> str | None:
+    """None when backend ``name`` can run here, else one line saying why not (its class's
+    answer; BackendUnavailable for a name that is no backend)."""
+    try:
+        cls = backend_class(name)
+    except ImportError as exc:  # the backend's own module is broken
+        return f"{name} backend not importable ({type(exc).__name__}: {exc})".splitlines()[0]
+    return cls.unavailable_reason()
 
 
 def cuda_unavailable_reason() -> str | None:
     """None when the cuda backend can run here, else one line saying why not."""
-    try:
-        import cupy  # noqa: F401
-    except Exception as exc:  # ImportError, or a broken CUDA install
-        return f"cupy is not importable ({type(exc).__name__}: {exc})".splitlines()[0]
-    try:
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:
-        return f"no usable CUDA driver ({type(exc).__name__})"
-    if n == 0:
-        return "no CUDA device present"
-    return None
+    return unavailable_reason("cuda")
+
+
+def pick_backend(requested: str) -> str:
+    """The backend that ``requested`` (a backend's name or ``auto``) runs on here: ``auto`` is
+    the first device backend that can run, else the host one. Raises BackendUnavailable with the
+    reason when a named backend cannot run, or is none."""
+    if requested != "auto":
+        reason = unavailable_reason(requested)
+        if reason is not None:
+            raise BackendUnavailable(reason)
+        return requested
+    for name in _CLASSES:
+        if is_device_backend(name) and unavailable_reason(name) is None:
+            return name
+    return next(n for n in _CLASSES if not is_device_backend(n))
 
 
 def get_backend(name: str = "auto") -> Backend:
-    """Return the named backend: ``cpu``, ``cuda``, or ``auto`` (cuda where it can run, else cpu)."""
-    if name not in ("cpu", "cuda", "auto"):
-        raise BackendUnavailable(f"unknown backend {name!r} (choose cpu, cuda or auto)")
-    if name in ("cuda", "auto"):
-        reason = cuda_unavailable_reason()
-        if reason is None:
-            from kernels.cuda.backend import CudaBackend
-
-            return CudaBackend()
-        if name == "cuda":
-            raise BackendUnavailable(f"cuda backend unavailable: {reason}")
-    from kernels.cpu.backend import CpuBackend
-
-    return CpuBackend()
+    """Start and return the backend :func:`pick_backend` picks for ``name`` (``auto``: a device
+    backend where one can run, else the host one)."""
+    if name != "auto" and name not in _CLASSES:
+        raise BackendUnavailable(f"unknown backend {name!r} (choose {', '.join(_CLASSES)} or auto)")
+    try:
+        chosen = pick_backend(name)
+    except BackendUnavailable as exc:
+        raise BackendUnavailable(f"{name} backend unavailable: {exc}") from None
+    return backend_class(chosen)()

@@ -57,6 +57,40 @@ def test_pick_backend_resolves_auto_and_refuses_a_missing_device() -> None:
         assert str(exc.value) == reason
 
 
+class _FakeDevice:
+    """A device backend of another vendor, as kernels/backend.py's _CLASSES would name it."""
+
+    name = "fake"
+    is_device = True
+    reason: str | None = None
+
+    @staticmethod
+    def unavailable_reason() -> str | None:
+        return _FakeDevice.reason
+
+
+def test_a_new_vendor_is_one_entry_in_the_backend_table(monkeypatch) -> None:
+    """pick_backend and get_backend ask each backend's class, never its name: a device backend
+    added to _CLASSES is what auto picks where it can run, and its own reason where it cannot."""
+    import kernels.backend as kb
+
+    monkeypatch.setattr(kb, "_CLASSES", {"cpu": kb._CLASSES["cpu"], "fake": (__name__, "_FakeDevice")})
+    monkeypatch.setattr(_FakeDevice, "reason", None)
+    assert backend_class("cpu").unavailable_reason() is None
+    assert pick_backend("auto") == "fake" and pick_backend("fake") == "fake"
+    assert isinstance(get_backend("auto"), _FakeDevice) and is_device_backend("fake")
+    monkeypatch.setattr(_FakeDevice, "reason", f"no fake device ({random.random()})")
+    assert pick_backend("auto") == "cpu" and get_backend("auto").name == "cpu"
+    with pytest.raises(BackendUnavailable) as exc:
+        pick_backend("fake")
+    assert str(exc.value) == _FakeDevice.reason
+    with pytest.raises(BackendUnavailable, match="^fake backend unavailable: no fake device"):
+        get_backend("fake")
+    for bad in ("cuda", "nope"):  # a name the table does not hold is refused, never guessed
+        with pytest.raises(BackendUnavailable, match=f"unknown backend '{bad}'"):
+            pick_backend(bad)
+
+
 def test_a_prover_process_sees_only_its_gpu(monkeypatch) -> None:
     """The engine numbers GPUs as the parent sees them; a prover hides every other one."""
     select = backend_class("cuda").select_device

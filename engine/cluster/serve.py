@@ -83,11 +83,12 @@ def pin_threads() -> int | None:
 
 def backend_of(cfg: EngineConfig) -> str:
     """The backend the host's Engine will use (as Engine picks it)."""
-    if cfg.backend in ("cpu", "cuda"):
-        return cfg.backend
-    from kernels.backend import cuda_unavailable_reason
+    from kernels.backend import BackendUnavailable, pick_backend
 
-    return "cuda" if cuda_unavailable_reason() is None else "cpu"
+    try:
+        return pick_backend(cfg.backend)
+    except BackendUnavailable:  # the Engine refuses it, with the reason; it is still this one
+        return cfg.backend
 
 
 def run_scheduler(host: str, port: int, out: Any = sys.stdout) -> int:

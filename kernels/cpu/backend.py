@@ -26,6 +26,11 @@ class CpuBackend:
 
     # --- capabilities (kernels/backend.py): a host backend has no device to wait for or free ---
     @staticmethod
+    def unavailable_reason() -> str | None:
+        """None: numba and this machine's cores are always there."""
+        return None
+
+    @staticmethod
     def select_device(device: int) -> None:
         """Nothing to select: every core of this machine is the cpu backend's."""
 

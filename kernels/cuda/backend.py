@@ -86,6 +86,21 @@ class CudaBackend:
 
     # --- capabilities (kernels/backend.py) ------------------------------------------------------
     @staticmethod
+    def unavailable_reason() -> str | None:
+        """None where CuPy imports and sees a CUDA device, else which of the two is missing."""
+        try:
+            import cupy
+        except Exception as exc:  # ImportError, or a broken CUDA install
+            return f"cupy is not importable ({type(exc).__name__}: {exc})".splitlines()[0]
+        try:
+            n = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            return f"no usable CUDA driver ({type(exc).__name__})"
+        if n == 0:
+            return "no CUDA device present"
+        return None
+
+    @staticmethod
     def select_device(device: int) -> None:
         """Make GPU ``device`` the only one this process sees, before CUDA starts here: CuPy's
         current device is per thread, so selecting it in one thread would leave the others on
