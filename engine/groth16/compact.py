@@ -495,14 +495,6 @@ def public_inputs(w: CompactWitness, num_inputs: int) -> list[int]:
 
 
 # -- the prover's side: resident matrices, then a, b, c into the H step's input ------------------
-def _on_device(backend: Any) -> bool:
-    """Whether the backend computes in device memory (then the matrices are uploaded)."""
-    flag = getattr(backend, "is_device", None)
-    if flag is None:
-        return getattr(backend, "name", "cpu") != "cpu"
-    return bool(flag() if callable(flag) else flag)
-
-
 @dataclass
 class ResidentCompact:
     """One circuit's compact matrices where a prover evaluates, made once per prover and kept:
@@ -517,8 +509,8 @@ class ResidentCompact:
 
 
 def resident_compact(cm: CompactR1CS, backend: Any) -> ResidentCompact:
-    """Place ``cm`` where ``backend`` evaluates (one upload on a GPU)."""
-    if not _on_device(backend):
+    """Place ``cm`` where ``backend`` evaluates (one upload on a device backend)."""
+    if not backend.is_device:
         return ResidentCompact(cm.num_vars, cm.num_constraints, cm.nbytes(), cm, None)
     from kernels.cuda import abc as dev
     from kernels.cuda.stream import thread_stream
