@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from engine.stream.fold import apply_all
 from engine.stream.schema import ALL_STAGES, TERMINAL, Event
+from kernels.backend import is_device_backend
 
 
 @dataclass
@@ -107,7 +108,7 @@ class HostsState:
             cfg = start.get("config") or {}
             row = HostRow(name, str(ev.get("address", "")), True, t)
             row.gpus = [str(g.get("name", "GPU")) for g in start.get("gpus") or []
-                        if cfg.get("backend_in_use") == "cuda"]
+                        if is_device_backend(cfg.get("backend_in_use"))]
             row.backend = str(cfg.get("backend_in_use", ""))
             row.memory_budget = int(cfg.get("memory_budget") or 0)
             old = self.hosts.get(name)
