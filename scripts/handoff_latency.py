@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.pipeline.messages import PartKey, ProveTask  # noqa: E402
+from engine.pipeline.shm import SegmentSpec  # noqa: E402
 from kernels.textfmt import OneLineParser  # noqa: E402
 
 
@@ -52,7 +54,9 @@ def round_trips(interval: float | None, busy: bool, rounds: int) -> list[float]:
     stop = threading.Event()
     if busy:
         threading.Thread(target=_spin, args=(stop,), daemon=True).start()
-    task = {"op": "prove", "key": (1, 2, 0), "segs": {"a": ("sealtop-1-a-1", (1 << 20, 4))}}
+    # the engine's own task, so the pickle that travels is the one a prover gets
+    task = ProveTask(PartKey(1, 2, 0), "porep-32g", "/params/porep-32g.pk",
+                     {k: SegmentSpec(f"sealtop-1-j1p2a0-{k}", (1 << 20, 4)) for k in "abcz"}, "gpu")
     times = []
     try:
         for _ in range(rounds + 10):
