@@ -121,6 +121,16 @@ def _read_proof(path: str) -> bytes:
         raise CliError(f"cannot read proof {path}: {exc.strerror or exc}") from None
 
 
+def _writable(path: str | Path, flag: str) -> None:
+    """An output file's place, checked before the work that fills it: a directory there, or a
+    folder that is missing, failed only at the write, after a setup's or a proof's minutes."""
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"{flag}: {p} is a directory")
+    if not p.parent.is_dir():
+        raise CliError(f"{flag}: folder {p.parent} does not exist")
+
+
 def _write_bytes_atomic(path: str | Path, data: bytes) -> None:
     from engine.atomic import atomic_write
 
@@ -147,9 +157,9 @@ def _cmd_setup(args: argparse.Namespace) -> int:
     from engine.groth16.vkey import save_vk, verifying_key
 
     _check_circuit_args(args)
-    for given in (args.pk, args.vk):
-        if given and not Path(given).parent.is_dir():
-            raise CliError(f"folder {Path(given).parent} does not exist")
+    for given, flag in ((args.pk, "--pk"), (args.vk, "--vk")):
+        if given:
+            _writable(given, flag)
     be = backend(args.backend)
     say(f"WARNING: {INSECURE_LABEL}: the toxic waste is derived from the seed; never use these keys for real proofs")
     t = time.perf_counter()
@@ -161,6 +171,8 @@ def _cmd_setup(args: argparse.Namespace) -> int:
         circuit = _circuit(args)
         pk_path = Path(args.pk or f"{circuit.name}.pk")
         vk_path = Path(args.vk or f"{circuit.name}.vk.json")
+        _writable(pk_path, "--pk")
+        _writable(vk_path, "--vk")
         r1cs = circuit.r1cs
         steps.step(f"{circuit.name}: {r1cs.num_constraints} constraints, {r1cs.num_vars} variables: "
                    f"scalars and fixed-base MSMs on {be.name}")
@@ -205,6 +217,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     except ValueError:
         raise CliError(f"--x must be an integer, got {args.x!r}") from None
     _readable(args.pk, "proving key")
+    _writable(args.proof, "--proof")
+    _writable(args.public, "--public")
     be = backend(args.backend)
     timings: dict[str, float] = {}
     checked = ""
@@ -217,6 +231,9 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         steps.step(f"loading the proving key {args.pk}"
                    + (" (checksum skipped)" if args.no_checksum else " (checking its checksum)"))
         pk = load_proving_key(args.pk, verify_checksum=not args.no_checksum)
+        if bytes(pk.digest) != circuit.r1cs.digest():  # said now, not after the witness
+            raise CliError(f"--pk: {args.pk} is the proving key of a different circuit (digest "
+                           f"mismatch), not of {circuit.name}")
         steps.step("computing the witness")
         z = circuit.witness(x)
         steps.step(f"proving on {be.name}: evaluation, NTTs, the MSMs")
