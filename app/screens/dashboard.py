@@ -231,8 +231,9 @@ class DashboardScreen(Screen):
             self.app._local_log("error", f"CSV export failed: {exc}")
             self.notify(f"CSV export failed: {exc}", severity="error")
             return
-        self.app._local_log("info", f"exported {n} proofs to {path}")
-        self.notify(f"exported {n} proofs to {path}", timeout=4)
+        what = f"exported {n} proof{'' if n == 1 else 's'} to {path}"
+        self.app._local_log("info", what)
+        self.notify(what, timeout=4)
 
     def action_history(self) -> None:
         from app.screens.history import HistoryScreen
