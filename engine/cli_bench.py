@@ -18,6 +18,8 @@ from engine.cli_common import (
     add_backend_arg,
     add_sub_verbs,
     backend,
+    check_output,
+    check_record,
     say,
 )
 from engine.cli_run import add_cluster_arg, add_watch_args, cluster_address, watch
@@ -219,8 +221,9 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
-    if args.json is not None and not Path(args.json).parent.is_dir():
-        raise CliError(f"--json: folder {Path(args.json).parent} does not exist")
+    if args.json is not None:
+        check_output(args.json, "--json")
+    check_record(args.record)
     overrides = _overrides(args.set)
     how = watch(args)
     if args.cluster is not None:

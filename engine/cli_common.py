@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from kernels.textfmt import OneLineParser
@@ -21,6 +22,30 @@ EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
 class CliError(Exception):
     """A user-facing failure: the message is printed as one line."""
+
+
+def check_output(path: str | Path, flag: str) -> None:
+    """An output file's place, checked before the work that fills it: a directory there, or a
+    folder that is missing, failed only at the write, after a setup's, a proof's or a
+    benchmark's minutes."""
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"{flag}: {p} is a directory")
+    if not p.parent.is_dir():
+        raise CliError(f"{flag}: folder {p.parent} does not exist")
+
+
+def check_record(path: str | None) -> None:
+    """--record's target refused before any work, as the verb's one line (``sealtop: run:
+    cannot record to DIR: it is a directory``)."""
+    if path is None:
+        return
+    from engine.stream.recorder import RecordingError, check_target
+
+    try:
+        check_target(path)
+    except RecordingError as exc:
+        raise CliError(str(exc)) from None
 
 
 def add_sub_verbs(p: argparse.ArgumentParser, dest: str, metavar: str = "WHAT") -> Any:

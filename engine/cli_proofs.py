@@ -18,6 +18,7 @@ from engine.cli_common import (
     CliError,
     add_backend_arg,
     backend,
+    check_output,
     say,
 )
 from engine.cli_progress import Steps
@@ -121,16 +122,6 @@ def _read_proof(path: str) -> bytes:
         raise CliError(f"cannot read proof {path}: {exc.strerror or exc}") from None
 
 
-def _writable(path: str | Path, flag: str) -> None:
-    """An output file's place, checked before the work that fills it: a directory there, or a
-    folder that is missing, failed only at the write, after a setup's or a proof's minutes."""
-    p = Path(path)
-    if p.is_dir():
-        raise CliError(f"{flag}: {p} is a directory")
-    if not p.parent.is_dir():
-        raise CliError(f"{flag}: folder {p.parent} does not exist")
-
-
 def _write_bytes_atomic(path: str | Path, data: bytes) -> None:
     from engine.atomic import atomic_write
 
@@ -159,7 +150,7 @@ def _cmd_setup(args: argparse.Namespace) -> int:
     _check_circuit_args(args)
     for given, flag in ((args.pk, "--pk"), (args.vk, "--vk")):
         if given:
-            _writable(given, flag)
+            check_output(given, flag)
     be = backend(args.backend)
     say(f"WARNING: {INSECURE_LABEL}: the toxic waste is derived from the seed; never use these keys for real proofs")
     t = time.perf_counter()
@@ -171,8 +162,8 @@ def _cmd_setup(args: argparse.Namespace) -> int:
         circuit = _circuit(args)
         pk_path = Path(args.pk or f"{circuit.name}.pk")
         vk_path = Path(args.vk or f"{circuit.name}.vk.json")
-        _writable(pk_path, "--pk")
-        _writable(vk_path, "--vk")
+        check_output(pk_path, "--pk")
+        check_output(vk_path, "--vk")
         r1cs = circuit.r1cs
         steps.step(f"{circuit.name}: {r1cs.num_constraints} constraints, {r1cs.num_vars} variables: "
                    f"scalars and fixed-base MSMs on {be.name}")
@@ -217,8 +208,8 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     except ValueError:
         raise CliError(f"--x must be an integer, got {args.x!r}") from None
     _readable(args.pk, "proving key")
-    _writable(args.proof, "--proof")
-    _writable(args.public, "--public")
+    check_output(args.proof, "--proof")
+    check_output(args.public, "--public")
     be = backend(args.backend)
     timings: dict[str, float] = {}
     checked = ""

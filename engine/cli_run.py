@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli_common import CliError, add_sub_verbs
+from engine.cli_common import CliError, add_sub_verbs, check_record
 
 
 def add_run(sub) -> None:
@@ -44,6 +44,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
+    check_record(args.record)
     if args.cluster is not None:
         from engine.cluster.run import run_cluster
 

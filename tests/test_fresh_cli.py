@@ -68,3 +68,26 @@ def test_prove_refuses_bad_outputs_and_another_circuits_key_first(tmp_path: Path
     assert code == 2 and err.startswith("sealtop: prove: --pk: ") and "different circuit" in err
     assert not any(w in ln for ln in lines for w in STEP_WORK), lines
     assert not Path(proof).exists() and not Path(public).exists()
+
+
+def test_run_and_bench_refuse_a_bad_record_or_json_target_first(tmp_path: Path, capsys) -> None:
+    """The verb's own line, before any engine starts (bench pipeline --json DIR ran the whole
+    benchmark, then failed with Errno 21; a bad --record read 'sealtop: cannot record ...')."""
+    there = tmp_path / f"d{secrets.token_hex(3)}"
+    there.mkdir()
+    config = str(Path(__file__).resolve().parents[1] / "sample-configs" / "cpu-only.toml")
+    cases = [
+        (["run", "--config", config, "--record", str(there)], "sealtop: run: cannot record to",
+         "it is a directory"),
+        (["run", "--config", config, "--record", str(tmp_path / "no" / "r.jsonl")],
+         "sealtop: run: cannot record to", "does not exist"),
+        (["bench", "pipeline", "--preset", "tiny", "--record", str(there)],
+         "sealtop: bench pipeline: cannot record to", "it is a directory"),
+        (["bench", "pipeline", "--preset", "tiny", "--json", str(there)],
+         "sealtop: bench pipeline: --json: ", "is a directory"),
+    ]
+    for argv, start, words in cases:
+        code, lines = run([*argv, "--no-attach"], capsys)
+        assert code == 2 and len(lines) == 1, (argv, lines)
+        assert lines[0].startswith(start) and words in lines[0], (argv, lines)
+    assert list(there.iterdir()) == []
