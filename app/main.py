@@ -84,20 +84,26 @@ def _metrics_address(text: str):
 
 def _replay_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="sealtop replay", description="Replay a recorded session.")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--summary", action="store_true", help="print the summary (headless)")
-    p.add_argument("--speed", type=int, default=1, choices=(1, 2, 4, 8, 16, 32, 64))
+    p.add_argument("file", metavar="FILE",
+                   help="a session recorded with --record (.jsonl, or .jsonl.gz as it is)")
+    p.add_argument("--summary", action="store_true",
+                   help="print the summary tables instead of opening the console (headless)")
+    p.add_argument("--speed", type=int, default=1, choices=(1, 2, 4, 8, 16, 32, 64),
+                   help="replay speed, times real time (default 1; < and > change it live)")
     p.add_argument("--paused", action="store_true", help="open at the end, paused")
-    p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"))
-    p.add_argument("--refresh", type=refresh_seconds, default=0.25, metavar="S")
+    p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"),
+                   help="start with this theme (t switches live)")
+    p.add_argument("--refresh", type=refresh_seconds, default=0.25, metavar="S",
+                   help="refresh interval in seconds, 0.05 to 60 (default 0.25)")
     return p
 
 
 def _compare_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="sealtop compare", description="Two sessions side by side.")
-    p.add_argument("a", metavar="FILE_A")
-    p.add_argument("b", metavar="FILE_B")
-    p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"))
+    p.add_argument("a", metavar="FILE_A", help="the first recorded session (A)")
+    p.add_argument("b", metavar="FILE_B", help="the second recorded session (B; s swaps them)")
+    p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"),
+                   help="start with this theme (t switches live)")
     return p
 
 

@@ -29,8 +29,9 @@ def attach_parser() -> argparse.ArgumentParser:
                    help="the engine's socket (default: the one running engine of this user)")
     p.add_argument("--control", action="store_true",
                    help="allow tuning keys and submitting jobs on that engine")
-    p.add_argument("--theme", choices=THEME_CHOICES)
-    p.add_argument("--refresh", type=refresh_seconds, default=1.0, metavar="S")
+    p.add_argument("--theme", choices=THEME_CHOICES, help="start with this theme (t switches live)")
+    p.add_argument("--refresh", type=refresh_seconds, default=1.0, metavar="S",
+                   help="refresh interval in seconds, 0.05 to 60 (default 1)")
     return p
 
 
@@ -43,7 +44,7 @@ def serve_parser() -> argparse.ArgumentParser:
                    help="the engine's socket (default: the one running engine of this user)")
     p.add_argument("--allow-control", action="store_true",
                    help="let browsers tune and submit (default: read-only)")
-    p.add_argument("--theme", choices=THEME_CHOICES)
+    p.add_argument("--theme", choices=THEME_CHOICES, help="the browsers' console starts with this theme")
     return p
 
 

@@ -91,3 +91,13 @@ def test_run_and_bench_refuse_a_bad_record_or_json_target_first(tmp_path: Path, 
         assert code == 2 and len(lines) == 1, (argv, lines)
         assert lines[0].startswith(start) and words in lines[0], (argv, lines)
     assert list(there.iterdir()) == []
+
+
+def test_every_console_argument_says_what_it_does() -> None:
+    """`sealtop replay --help` listed FILE, --speed, --theme and --refresh with no words."""
+    from app.main import _compare_parser, _parser, _replay_parser
+    from app.serve import attach_parser, serve_parser
+
+    for parser in (_parser(), _replay_parser(), _compare_parser(), attach_parser(), serve_parser()):
+        bare = [a.dest for a in parser._actions if not a.help]
+        assert bare == [], (parser.prog, bare)
