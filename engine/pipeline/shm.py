@@ -262,13 +262,24 @@ def sweep_stale() -> list[str]:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (one we may not signal counts as alive)."""
+    """Whether a process with this pid exists (one we may not signal counts as alive).
+
+    A thread's id is not a process: kill(2) accepts one, so a dead engine's pid taken by a
+    thread of another process read as alive, and its socket (attach: "2 engines are running")
+    was never swept. Where /proc says the id is a thread of another process, it is not alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Tgid:"):
+                    return int(line.split()[1]) == pid
+    except (OSError, ValueError):
+        pass
     return True
 
 
