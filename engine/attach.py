@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.pipeline.shm import pid_alive
+from kernels.textfmt import exc_line
 
 PROTOCOL = 1
 CLIENT_QUEUE = 50_000  # events buffered for one client before it is dropped
@@ -238,8 +239,7 @@ class AttachServer:
             else:
                 raise ValueError(f"unknown command {cmd!r}")
         except Exception as exc:  # noqa: BLE001 - the client gets the reason, the engine runs on
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return {"type": "reply", "id": rid, "ok": False, "error": text}
+            return {"type": "reply", "id": rid, "ok": False, "error": exc_line(exc)}
         return {"type": "reply", "id": rid, "ok": True, "error": ""}
 
     @property

@@ -30,7 +30,7 @@ from typing import Any
 
 from engine.groth16.prove import TIMER_GROUPS
 from engine.stream.schema import KERNEL_GROUPS
-from kernels.textfmt import fmt_bytes, table
+from kernels.textfmt import exc_line, fmt_bytes, table
 
 # snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (../shared/anchors.md), by log2 size
 SNARKJS_PROVE_S = {10: 1.36, 12: 2.39, 14: 6.19, 16: 17.77}
@@ -280,7 +280,7 @@ def bench_presets(presets: Sequence[str], backend, repeat: int, param_dir: Path,
         try:
             rows.append(bench_preset(name, backend, repeat, param_dir, log))
         except Exception as exc:
-            msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            msg = exc_line(exc)
             log(f"  {name} failed: {type(exc).__name__}: {msg}")
             rows.append({"preset": name, "backend": backend.name, "verified": False,
                          "error": f"{type(exc).__name__}: {msg}"})

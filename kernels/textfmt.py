@@ -77,6 +77,13 @@ def error_line(prog: str, message: str) -> str:
     return f"sealtop: {verb}: {text}" if verb else f"sealtop: {text}"
 
 
+def exc_line(exc: BaseException) -> str:
+    """What a one-line report of ``exc`` says: the first line of its message, else (an empty
+    message) its type's name."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a bad argument in one :func:`error_line` (``sealtop: VERB: what
     (see ...)``, exit 2) instead of its usage block and ``error:`` line."""

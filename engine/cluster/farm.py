@@ -33,6 +33,7 @@ from engine.cluster.merge import Merge
 from engine.stream import schema
 from engine.telemetry.memory import host_info
 from engine.telemetry.timers import SessionClock
+from kernels.textfmt import exc_line
 
 CONNECT_TIMEOUT_S = 10.0
 POLL_S = 0.5  # how often the watcher looks at membership and the scheduler
@@ -118,7 +119,7 @@ class Farm:
             self.client = Client(self.address, timeout=CONNECT_TIMEOUT_S,
                                  set_as_default=False)
         except (OSError, TimeoutError) as exc:
-            raise ClusterError(f"no scheduler at {self.address} ({_one_line(exc)})") from None
+            raise ClusterError(f"no scheduler at {self.address} ({exc_line(exc)})") from None
         wall = datetime.now(UTC)
         with self._lock:
             self._merge = Merge(self.session, wall.timestamp() - self.clock.now(), self.clock.now)
@@ -229,7 +230,7 @@ class Farm:
         for addr, host in addrs.items():
             r = got.get(addr)
             out[host] = (str(r.get("error", "")) if isinstance(r, dict)
-                         else _one_line(r) if isinstance(r, BaseException) else "no answer")
+                         else exc_line(r) if isinstance(r, BaseException) else "no answer")
         what = f"{name} = {value}" if action == "set_knob" else action
         with self._lock:
             if self._merge is not None:
@@ -265,7 +266,7 @@ class Farm:
             except Exception as exc:  # noqa: BLE001 - a scheduler that stopped answering
                 unreachable_since = time.monotonic()
                 if self.progress is not None:
-                    self.progress(f"scheduler did not answer: {_one_line(exc)}")
+                    self.progress(f"scheduler did not answer: {exc_line(exc)}")
 
     def _gone(self, why: str) -> None:
         """The scheduler went away: said once, in one error event."""
@@ -290,7 +291,7 @@ class Farm:
             try:
                 res = JobResult(**p.future.result(timeout=5))
             except Exception as exc:  # noqa: BLE001 - a job Dask gave up on (KilledWorker...)
-                self._failed(job, p, _one_line(exc))
+                self._failed(job, p, exc_line(exc))
                 continue
             now = time.time()
             p.timing.received, p.timing.host = res.received_wall, res.host
@@ -357,8 +358,3 @@ def _topic() -> str:
     from engine.cluster.hostengine import TOPIC
 
     return TOPIC
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -32,6 +32,7 @@ from engine.cluster.merge import TAG, wall_seconds
 from engine.config import EngineConfig
 from engine.stream.schema import CANCELLED, TERMINAL
 from engine.stream.tap import Tap
+from kernels.textfmt import exc_line
 
 TOPIC = "sealtop-events"
 PLUGIN = "sealtop-engine"
@@ -240,7 +241,7 @@ async def host_control(action: str, name: str = "", value: Any = None,
         else:
             await loop.run_in_executor(None, getattr(eng, action))
     except (ValueError, TypeError) as exc:
-        return {"host": host, "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+        return {"host": host, "error": exc_line(exc)}
     if action == "set_knob" and name in ("partition_workers", "gpu_channel_capacity"):
         await _resize_slots(dask_worker, eng.config)
     return {"host": host, "error": ""}

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.stream.schema import SCHEMA_VERSION, Event
+from kernels.textfmt import exc_line
 
 FORMAT = "sealtop-session"
 FORMAT_VERSION = 1
@@ -85,7 +86,7 @@ def check_target(path: str | os.PathLike[str]) -> Path:
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return exc_line(exc)
 
 
 class _Full:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.stream.schema import Event
+from kernels.textfmt import exc_line
 
 Batch = list[Event]
 IDLE_S = 0.25  # a sink's idle callback runs when its queue was empty this long
@@ -194,7 +195,7 @@ class Tap:
             fn()
             return True
         except Exception as exc:  # noqa: BLE001 - a failing sink is reported, never fatal
-            s.stats.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            s.stats.error = exc_line(exc)
             if self.on_error is not None:
                 try:
                     self.on_error(s.stats, exc)
