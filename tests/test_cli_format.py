@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kernels.textfmt import fmt_bytes, table
+from kernels.textfmt import exc_line, fmt_bytes, table
 
 _UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
@@ -66,3 +66,11 @@ def test_table_minimum_widths_separator_and_empty_body():
 def test_table_refuses_a_row_of_the_wrong_length():
     with pytest.raises(ValueError, match="a row has 1 cells for 2 columns"):
         table(["a", "b"], [["1"]])
+
+
+def test_exc_line_is_the_messages_first_line_else_the_type() -> None:
+    words = [random.choice(("disk", "full", "key", "gone", "…", "ü")) for _ in range(5)]
+    first = " ".join(words)
+    assert exc_line(ValueError(f"{first}\nsecond line\nthird")) == first
+    assert exc_line(OSError(f"\n  {first}  \n")) == first  # blank lines before it do not count
+    assert exc_line(RuntimeError()) == "RuntimeError" and exc_line(ValueError("  ")) == "ValueError"
