@@ -242,6 +242,11 @@ def test_a_late_host_takes_work(farm, tmp_path, capsys):
 
     from engine.cli import main
 
+    # hA is gone when test_a_worker_killed_mid_job_loses_and_duplicates_no_proof ran before
+    # this one on this farm; under xdist it may have run in the other process, on its own farm
+    victim = farm["workers"]["hA"]
+    if victim.p.poll() is None:
+        victim.end()
     late = farm["workers"].get("hC") or farm["start"]("hC")
     farm["workers"]["hC"] = late
     late.wait_for("joined", START_S)
