@@ -103,3 +103,24 @@ def rendered(content) -> list[str]:
     console = Console(width=200, record=True, file=open("/dev/null", "w"), color_system=None)
     console.print(content)
     return console.export_text().splitlines()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_compare_fits_its_width(size):
+    """At 80 columns the bars' 30 columns cut the values ("72…") and left out B − A and Δ %;
+    under 110 columns the table drops the bars and keeps every value whole."""
+    from app.main import build_app
+
+    data = Path(__file__).parent / "data"
+    app = build_app(["compare", str(data / "session_fixture.jsonl"), str(data / "session_fixture_b.jsonl")])
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: any("channel_wait" in ln for ln in screen_lines(app)))
+        panel = app.screen.query_one("#compare-table")
+        lines = screen_lines(app)[panel.region.y:panel.region.bottom]
+        if size == SIZE:
+            assert box_closed(lines, 0), lines[0]
+        head = next(ln for ln in lines if "metric" in ln)
+        assert "B − A" in head and "Δ %" in head
+        assert ("A ▏ B" in head) == (size[0] >= 110)
+        body = [ln for ln in lines[1:-1] if ln.strip("│ ")]
+        assert len(body) >= 10 and not any("…" in ln for ln in body), body

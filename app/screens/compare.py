@@ -50,15 +50,29 @@ def _fmt(v: float | None, unit: str) -> str:
     return f"{v:.1f}" if v != int(v) else f"{int(v)}"
 
 
-def compare_table(a: DashboardState, b: DashboardState, name_a: str, name_b: str, pal: Palette) -> Table:
-    t = Table(expand=True, header_style=pal.title, box=None, padding=(0, 2))
+# Under this many columns the table leaves out its bars and says the timers' unit once, in the
+# panel's title: at 80 columns the bars' 30 took the room of the values, which were cut to "72…",
+# and of the B − A and Δ % columns, which were not shown at all.
+BARS_MIN_WIDTH = 110
+TIMER_UNIT = " (mean ms/partition)"
+
+
+def compare_table(a: DashboardState, b: DashboardState, name_a: str, name_b: str, pal: Palette,
+                  width: int | None = None) -> Table:
+    """The compared rows as a table; at `width` under BARS_MIN_WIDTH without the bars and with
+    the timers' names alone."""
+    bars = width is None or width >= BARS_MIN_WIDTH
+    t = Table(expand=True, header_style=pal.title, box=None, padding=(0, 2 if bars else 1))
     t.add_column("metric", no_wrap=True)
-    t.add_column(f"A  {name_a}", justify="right", no_wrap=True)
-    t.add_column(f"B  {name_b}", justify="right", no_wrap=True)
+    t.add_column(f"A  {name_a}" if bars else "A", justify="right", no_wrap=True)
+    t.add_column(f"B  {name_b}" if bars else "B", justify="right", no_wrap=True)
     t.add_column("B − A", justify="right", no_wrap=True)
     t.add_column("Δ %", justify="right", no_wrap=True)
-    t.add_column("A ▏ B", no_wrap=True, min_width=30)
+    if bars:
+        t.add_column("A ▏ B", no_wrap=True, min_width=30)
     for metric, va, vb, unit in compare_rows(a, b):
+        if not bars:
+            metric = metric.removesuffix(TIMER_UNIT)
         if va is not None and vb is not None:
             d = vb - va
             pct = (d / va * 100.0) if va else None
@@ -74,10 +88,11 @@ def compare_table(a: DashboardState, b: DashboardState, name_a: str, name_b: str
             bar.append("█" * int(round(va / top * 14)), style=pal.accent)
             bar.append(" " * (14 - int(round(va / top * 14))) + "▏")
             bar.append(("▓" if pal.mono else "█") * int(round(vb / top * 14)), style=pal.warn)
-            t.add_row(metric, _fmt(va, unit), _fmt(vb, unit), Text(dtxt, style=style),
-                      Text(ptxt, style=style), bar)
+            cells = [metric, _fmt(va, unit), _fmt(vb, unit), Text(dtxt, style=style),
+                     Text(ptxt, style=style), bar]
         else:
-            t.add_row(metric, _fmt(va, unit), _fmt(vb, unit), "–", "–", "")
+            cells = [metric, _fmt(va, unit), _fmt(vb, unit), "–", "–", ""]
+        t.add_row(*cells[:6 if bars else 5])
     return t
 
 
@@ -105,7 +120,6 @@ class CompareScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#compare-table").border_title = "per-stage time, throughput and peak memory"
         self.app.request_render()
 
     def redraw(self, app: Any) -> None:
@@ -119,9 +133,15 @@ class CompareScreen(Screen):
             Text(f" B: {knob_line(self.b)}", style=pal.dim),
         )
         self.query_one("#compare-title", Static).update(title)
-        self.query_one("#compare-table", Static).update(
-            compare_table(self.a, self.b, self.name_a, self.name_b, pal)
-        )
+        panel = self.query_one("#compare-table", Static)
+        width = self.size.width or None
+        narrow = width is not None and width < BARS_MIN_WIDTH
+        panel.border_title = ("per-stage time (mean ms per partition), throughput, peak memory"
+                              if narrow else "per-stage time, throughput and peak memory")
+        panel.update(compare_table(self.a, self.b, self.name_a, self.name_b, pal, width))
+
+    def on_resize(self) -> None:
+        self.app.request_render()
 
     def action_swap(self) -> None:
         self.a, self.b = self.b, self.a
