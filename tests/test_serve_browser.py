@@ -75,6 +75,7 @@ def engine_socket(tmp_path_factory):
         mp.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
         cfg = EngineConfig()
         cfg.preset, cfg.partitions, cfg.partition_workers = "tiny", 1, 1
+        cfg.param_cache = str(tmp_path_factory.mktemp("params"))  # not the operator's cache
         eng = Engine(cfg)
         q = eng.subscribe()
         srv = AttachServer(eng)
