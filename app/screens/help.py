@@ -86,9 +86,11 @@ class HelpScreen(ModalScreen[None]):
         t.add_column("where", style="dim", no_wrap=True)
         t.add_column("key", style="bold", no_wrap=True)
         t.add_column("does")
-        t.add_column("", style="dim")
+        notes = any(note for *_, note in rows)  # the column only when a key is off for now
+        if notes:
+            t.add_column("", style="dim")
         for section, keys, desc, note in rows:
-            t.add_row(section, keys, desc, note)
+            t.add_row(section, keys, desc, *([note] if notes else []))
         with VerticalScroll(id="help-box"):
             yield Static(t, id="help-table")
             yield Static(Text("The mouse is optional: everything has a key. "
