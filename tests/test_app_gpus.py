@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from app_pilot import outside, screen_lines  # noqa: E402
+from app_pilot import outside, screen_lines, wait_for  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
 from app.session_io import Session, load_session  # noqa: E402
@@ -71,10 +71,17 @@ async def test_every_gpu_is_shown_or_counted(n, size):
         await pilot.pause(0.2)
         assert app.replay_seek("end")
         app.request_render()
-        await pilot.pause(0.3)
+        panel = app.screen.query_one(GpuPanel)
+
+        def counted() -> bool:  # drawn at the seek's end: each GPU shown or counted
+            named, more = shown_gpus(panel_text(app, panel))
+            return len(named) + more == n
+
+        # the redraw lands a refresh or two later, later still on a loaded machine: wait for
+        # it rather than read the screen after a fixed pause
+        await wait_for(pilot, counted)
         assert outside(app) == [], f"{n} GPUs at {size}"
         assert len(app.state.gpus) == n
-        panel = app.screen.query_one(GpuPanel)
         assert panel.region.area > 0, "the GPU panel is not on screen"
         lines = panel_text(app, panel)
         named, more = shown_gpus(lines)
@@ -94,7 +101,7 @@ async def test_every_gpu_is_shown_or_counted(n, size):
             assert text.count(NAME[:18]) == n
         if more:
             await pilot.press("2")  # maximize the GPU panel
-            await pilot.pause(0.3)
+            await wait_for(pilot, lambda: shown_gpus(panel_text(app, panel))[1] == 0)
             assert outside(app) == []
             named, more = shown_gpus(panel_text(app, panel))
             assert named == set(range(n)) and more == 0, (named, more)
