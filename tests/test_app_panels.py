@@ -225,20 +225,26 @@ async def test_event_log_opens_at_its_newest_line():
 async def test_proofs_title_names_the_timers_unit_when_the_bar_is_left_out():
     """At 80x24 the breakdown bar, whose header says "mean ms per partition", does not fit: the
     table's title says it instead; at 200x60 the bar's header does, and the title does not."""
+    from app_pilot import wait_for
+
     from app.console import SealtopApp
     from app.session_io import load_session
     from app.widgets.proofs import ProofsTable
 
     app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
         table = app.screen.query_one(ProofsTable)
+        # columns and title come with the first refresh (and the wider ones with the redraw
+        # after the resize), which a loaded machine runs later than a fixed pause: wait for them
+        await wait_for(pilot, lambda: table.row_count > 0)
         assert "bar" not in [k for k, _, _ in table.columns]
         assert str(table.border_title).endswith("  timers: mean ms per partition")
         await pilot.resize_terminal(200, 60)
         await pilot.pause(0.3)
         app.request_render()
-        await pilot.pause(0.2)
+        # the resize fits the columns at once, the title follows at the next redraw
+        await wait_for(pilot, lambda: "bar" in [k for k, _, _ in table.columns]
+                       and "ms" not in str(table.border_title))
         assert "bar" in [k for k, _, _ in table.columns]
         assert "ms" not in str(table.border_title)
         assert "breakdown (mean ms per partition)" in table.render_line(0).text
