@@ -53,10 +53,12 @@ async def test_history_screen_draws_graphs():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.2)
         await pilot.press("h")
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, HistoryScreen)
-        from app_pilot import screen_lines
+        from app_pilot import screen_lines, wait_for
 
+        # the graphs come with the screen's first redraw: wait for it, not a fixed 0.3 s
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen)
+                       and "GPU busy" in "\n".join(screen_lines(app)))
+        assert isinstance(app.screen, HistoryScreen)
         text = "\n".join(screen_lines(app))
         assert "throughput (proofs/min, 60 s window)" in text and "GPU busy" in text
         assert "local host" in text
