@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from app_pilot import wait_for  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
@@ -27,8 +28,8 @@ def replay_app() -> SealtopApp:
 async def test_focus_returns_after_maximize_and_restore():
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
         table = app.screen.query_one(ProofsTable)
+        await wait_for(pilot, lambda: table.row_count >= 2)  # the first refresh's rows
         assert app.focused is table
         for key in "12345":
             await pilot.press(key, "escape")
@@ -43,8 +44,8 @@ async def test_focus_returns_after_maximize_and_restore():
 async def test_j_k_move_the_cursor_and_g_seeks_in_replay():
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
         table = app.screen.query_one(ProofsTable)
+        await wait_for(pilot, lambda: table.row_count >= 3)  # the first refresh's rows
         await pilot.press("j", "j")
         assert table.cursor_row == 2
         await pilot.press("k")
@@ -63,8 +64,8 @@ async def test_g_and_G_jump_in_live_mode():
             if app.state.events >= len(events):
                 break
         app.request_render()
-        await pilot.pause(0.2)
         table = app.screen.query_one(ProofsTable)
+        await wait_for(pilot, lambda: table.row_count > 3)
         assert table.row_count > 3
         await pilot.press("G")
         assert table.cursor_row == table.row_count - 1
@@ -79,8 +80,9 @@ async def test_event_log_scrolls_back_and_searches():
         for i in range(300):
             app._local_log("info", f"note {i}")
         app.request_render()
-        await pilot.pause(0.2)
         log = app.screen.query_one(EventLog)
+        # the follow scroll lands a refresh after the lines, later under load
+        await wait_for(pilot, lambda: log.scroll_y == log.max_scroll_y > 0)
         assert log.follow and log.scroll_y == log.max_scroll_y > 0
         log.focus()
         await pilot.press("pageup", "k")
@@ -94,7 +96,7 @@ async def test_event_log_scrolls_back_and_searches():
         assert log.follow
         # maximized, the log takes the whole screen
         await pilot.press("5")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: log.region.height == SIZE[1] - 1)  # the layout after it
         assert app.screen.maximized is log and log.region.height == SIZE[1] - 1
         await pilot.press("escape")
         # search: only matching lines are shown
