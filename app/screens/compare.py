@@ -88,8 +88,8 @@ def compare_table(a: DashboardState, b: DashboardState, name_a: str, name_b: str
             bar.append("█" * int(round(va / top * 14)), style=pal.accent)
             bar.append(" " * (14 - int(round(va / top * 14))) + "▏")
             bar.append(("▓" if pal.mono else "█") * int(round(vb / top * 14)), style=pal.warn)
-            cells = [metric, _fmt(va, unit), _fmt(vb, unit), Text(dtxt, style=style),
-                     Text(ptxt, style=style), bar]
+            cells: list[Text | str] = [metric, _fmt(va, unit), _fmt(vb, unit),
+                                       Text(dtxt, style=style), Text(ptxt, style=style), bar]
         else:
             cells = [metric, _fmt(va, unit), _fmt(vb, unit), "–", "–", ""]
         t.add_row(*cells[:6 if bars else 5])
