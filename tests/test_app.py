@@ -47,6 +47,17 @@ def text_of(widget, width: int = 160) -> str:
     return console.export_text()
 
 
+def shown(app: SealtopApp, selector: str, width: int = 160) -> str:
+    """What the widget ``selector`` of the current screen shows; "" while that screen is not
+    composed yet (so a wait_for can poll it)."""
+    from textual.css.query import NoMatches
+
+    try:
+        return text_of(app.screen.query_one(selector), width)
+    except NoMatches:
+        return ""
+
+
 def table_text(app: SealtopApp) -> str:
     t = app.screen.query_one(ProofsTable)
     return "\n".join(" ".join(str(c) for c in t.get_row_at(i)) for i in range(t.row_count))
@@ -179,14 +190,16 @@ async def test_help_lists_the_keys_of_this_mode():
 async def test_filter_and_sort_the_proofs_table():
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
         table = app.screen.query_one(ProofsTable)
+        # each table change below lands with a refresh, which a loaded machine runs later than
+        # a fixed pause: wait for it
+        await wait_for(pilot, lambda: table.row_count == 8)
         assert table.row_count == 8
         await pilot.press("slash", *"bad", "enter")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: table.row_count == 1)
         assert table.row_count == 1 and "✗" in table_text(app)
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: table.row_count == 8)
         assert table.row_count == 8
         await pilot.press("o")  # job -> ok
         await pilot.press("o")  # ok -> stage
@@ -227,7 +240,7 @@ async def test_live_theme_switch_and_refresh_rate():
         assert app.theme == "sealtop-light"
         await pilot.press("t")
         assert app.theme == "sealtop-mono"
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "▒" in shown(app, "#pipeline"))  # redrawn in it
         # the no-colour theme draws stages by glyph
         assert "▒" in text_of(app.screen.query_one("#pipeline"))
         r0 = app.refresh_s
@@ -238,12 +251,12 @@ async def test_live_theme_switch_and_refresh_rate():
 async def test_detail_screen_for_a_failed_proof():
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
         table = app.screen.query_one(ProofsTable)
+        await wait_for(pilot, lambda: table.row_count == 8)  # the first refresh's rows
         row = [table.get_row_at(i)[0].plain for i in range(table.row_count)].index("4")
         table.move_cursor(row=row)
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "FAILED" in shown(app, "#detail-kernels"))
         assert isinstance(app.screen, DetailScreen) and app.screen.job == 4
         body = text_of(app.screen.query_one("#detail-kernels"))
         assert "FAILED ✗" in body
@@ -258,7 +271,7 @@ async def test_detail_screen_for_a_failed_proof():
 async def test_compare_screen_shows_both_and_the_difference():
     app = build_app(["compare", str(FIXTURE), str(FIXTURE_B)])
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "throughput" in shown(app, "#compare-table", 200))
         text = text_of(app.screen.query_one("#compare-table"), width=200)
         assert "session_fixture.jsonl" in text and "session_fixture_b.jsonl" in text
         assert "throughput" in text and "peak memory" in text and "channel_wait" in text
@@ -269,7 +282,7 @@ async def test_compare_screen_shows_both_and_the_difference():
 async def test_console_opens_without_an_engine():
     app = SealtopApp("live", engine_factory=None, unavailable="embedded engine unavailable (test)")
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "UNAVAILABLE" in shown(app, "#header", 400))
         header = text_of(app.screen.query_one("#header"), width=400)
         assert "UNAVAILABLE" in header and "engine unavailable" in header
         await pilot.press("W")  # tuning refused with a notice, no crash
@@ -283,7 +296,7 @@ async def test_engine_that_fails_to_start_is_shown_not_raised():
     app = SealtopApp("live", engine_factory=boom, autofeed=0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app._engine_failed)
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "no key cache" in shown(app, "#header", 400))
         header = text_of(app.screen.query_one("#header"), width=400)
         assert "no key cache" in header
 
@@ -461,7 +474,7 @@ async def test_proofs_table_cursor_scroll_and_mouse():
             j.job = i
             state.jobs[i] = j
         app.request_render()
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: table.row_count == 59)
         assert table.row_count == 59
         await pilot.press("end")
         await pilot.pause(0.1)
