@@ -17,6 +17,15 @@ async def wait_for(pilot: Any, cond: Callable[[], object], timeout: float = 10.0
         waited += 0.05
 
 
+async def redrawn(pilot: Any, app: Any, pause: float = 0.2) -> None:
+    """Wait until the console has redrawn what it was asked to (its views no longer marked
+    stale), then pause for the layout pass that follows: a fixed pause alone can end before a
+    loaded machine runs the first refresh. For replay and compare; a live console that is still
+    preparing marks its views stale on every tick."""
+    await wait_for(pilot, lambda: not app._dirty)
+    await pilot.pause(pause)
+
+
 def screen_lines(app: Any) -> list[str]:
     """The screen's text, one string per terminal line (read from the compositor)."""
     strips = app.screen._compositor.render_strips()

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pytest_textual_snapshot")
 
-from app_pilot import wait_for  # noqa: E402
+from app_pilot import redrawn, wait_for  # noqa: E402
 from pytest_textual_snapshot import SVGImageExtension  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
 
@@ -48,7 +48,7 @@ def _replay_at(snap_compare, size: tuple[int, int], t: str = "2.5", **app_kw) ->
 
     async def run_before(pilot) -> None:
         assert app.replay_seek(t)
-        await pilot.pause(0.2)
+        await redrawn(pilot, app)
 
     return snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -84,7 +84,7 @@ def test_detail_snapshot(snap_compare):
     async def run_before(pilot) -> None:
         await pilot.pause(0.1)
         app.open_detail(4)
-        await pilot.pause(0.3)
+        await redrawn(pilot, app, 0.3)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -94,7 +94,7 @@ def test_compare_snapshot(snap_compare):
     app = build_app(["compare", str(FIXTURE), str(FIXTURE_B)])
 
     async def run_before(pilot) -> None:
-        await pilot.pause(0.2)
+        await redrawn(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
