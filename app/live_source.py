@@ -163,7 +163,9 @@ class LiveSource:
         self.failed = False  # the engine failed to start
         self.stream: LiveStream | None = None  # while the engine runs
         self.watchers: Any = None  # engine.watchers.Watchers, while the engine runs
-        self._first_run_stop = threading.Event()
+        self._quitting = threading.Event()  # the app is ending: stop the compile child, the start
+        self._handoff = threading.Lock()  # between the starting thread and shutdown()
+        self._started_engine: Any = None  # started, not yet handed to the app (on_status)
         self._submitted = self._submitting = 0
         if engine_factory is not None:
             _start_resource_tracker()
@@ -247,6 +249,15 @@ class LiveSource:
             self._close_watchers()
             post(EngineStatus("", state="unavailable"))
             return
+        with self._handoff:
+            quitting = self._quitting.is_set()
+            if not quitting:
+                self._started_engine = engine  # shutdown() stops it if on_status never comes
+        if quitting:
+            # the app ended while the engine started: shutdown() found no engine to stop, and
+            # nothing else would (its threads and workers would hold the process open)
+            self._stop_quietly(engine, "console closed while the engine started; engine stopped")
+            return
         for line in watchers.lines if watchers is not None else []:
             stream.say("info", line)  # after start: the session's first line is session_start
         post(EngineStatus("engine started", engine=engine, state="running"))
@@ -274,7 +285,7 @@ class LiveSource:
                 said[0] = p.line
                 self.app.post_message(EngineStatus(p.line, "info", state="preparing"))
 
-        p = compile_in_child(report, stop=self._first_run_stop)
+        p = compile_in_child(report, stop=self._quitting)
         if p.failed:
             self.app.post_message(EngineStatus(f"first-run compile in a child failed ({p.failed}); "
                                                "the engine compiles it itself", "warn"))
@@ -301,17 +312,23 @@ class LiveSource:
         self.app.post_message(EngineStatus("", state="stopped"))
 
     def shutdown(self) -> None:
-        """However the app ends (q, ctrl+c, a test's exit): stop the engine and the recorder."""
-        self._first_run_stop.set()
-        eng, self.engine = self.engine, None
+        """However the app ends (q, ctrl+c, a test's exit): stop the engine and the recorder.
+        An engine still starting is stopped by its starting thread once start() returns."""
+        with self._handoff:
+            self._quitting.set()
+            eng = self.engine if self.engine is not None else self._started_engine
+            self.engine = self._started_engine = None
         self.app.workers.cancel_group(self.app, "engine")
         if eng is not None:
-            try:
-                eng.stop(drain=False)
-            except Exception:  # noqa: BLE001 - quitting must not fail
-                pass
+            self._stop_quietly(eng, "console closed; engine stopped")
+
+    def _stop_quietly(self, eng: Any, line: str) -> None:
+        try:
+            eng.stop(drain=False)
+        except Exception:  # noqa: BLE001 - quitting must not fail
+            pass
         if self.stream is not None:
-            self.stream.end("console closed; engine stopped")
+            self.stream.end(line)
         self._close_watchers()
 
     def _close_watchers(self) -> None:

@@ -171,3 +171,46 @@ async def test_first_run_preparation_shows_progress(config, tmp_path, monkeypatc
         await pilot.press("n")
         await wait_for(pilot, lambda: any("QAP at tau" in e.text for e in app.state.log))
         await wait_for(pilot, lambda: "✓" in row_marks(app).values())
+
+
+async def test_quitting_while_the_engine_starts_stops_it(config, tmp_path):
+    """q before the engine has started (the console quit found no engine to stop): the starting
+    thread stops it once start() returns, so no worker outlives the console and the recording
+    ends with the console's line."""
+    import threading
+    import time
+
+    from processes import alive
+
+    gate, built, pids = threading.Event(), [], []
+
+    def factory():
+        eng = engine(config)
+        real_start = eng.start
+
+        def start() -> None:  # held until the console has quit
+            assert gate.wait(60)
+            real_start()
+            pids.extend(w.process.pid for w in eng._workers.workers())
+
+        eng.start = start
+        built.append(eng)
+        return eng
+
+    rec = tmp_path / "quit.jsonl"
+    app = SealtopApp("live", engine_factory=factory, config=config, autofeed=0, record=str(rec))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: bool(built), 60)
+        assert app.engine is None  # still starting
+        await pilot.press("q")
+        gate.set()
+    deadline = time.monotonic() + 60
+    while not (pids and built[0]._closed) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pids and built[0]._closed
+    deadline = time.monotonic() + 10
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids)
+    last = load_session(rec).events[-1]
+    assert last["kind"] == "console" and "console closed while the engine started" in last["text"]
