@@ -32,7 +32,7 @@ from engine.groth16.prove import TIMER_GROUPS
 from engine.stream.schema import KERNEL_GROUPS
 from kernels.textfmt import exc_line, fmt_bytes, table
 
-# snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (../shared/anchors.md), by log2 size
+# snarkjs 0.7.6 groth16 prove, wall seconds, 2-core machine (docs/ANCHORS.md), by log2 size
 SNARKJS_PROVE_S = {10: 1.36, 12: 2.39, 14: 6.19, 16: 17.77}
 # The prover's kernel groups in the order they are printed; unknown groups follow, sorted.
 GROUP_ORDER = TIMER_GROUPS
@@ -126,7 +126,7 @@ def format_chains(rows: Sequence[dict]) -> str:
     lines = table(head, body)
     lines.append("prove s: median wall time (key load (checksum verified on first load, then stamped), evaluation, NTTs, MSMs, assembly); cpu s: "
                  "process CPU time of that run (wall well above cpu/cores means the machine is shared).")
-    lines.append("ratio = ours / snarkjs 0.7.6 groth16 prove (wall, 2-core machine, ../shared/anchors.md); "
+    lines.append("ratio = ours / snarkjs 0.7.6 groth16 prove (wall, 2-core machine, docs/ANCHORS.md); "
                  "below 1.0 is faster. Keys: INSECURE TEST PARAMETERS.")
     if rows:
         lines.append(f"backend: {rows[0]['backend']}; host CPUs: {os.cpu_count()}")

@@ -53,7 +53,7 @@ def _add_bench_prove(bsub) -> None:
                         description="With --sizes: full proofs (key load (checksum verified on first load, then stamped), evaluation, NTTs, MSMs, "
                         "assembly) of multiplication chains with exactly 2^k constraints; the figure is the median "
                         "wall time, against snarkjs's median `groth16 prove` on the same 2-core machine "
-                        "(../shared/anchors.md). With --preset: one full partition prove of each preset (key made "
+                        "(docs/ANCHORS.md). With --preset: one full partition prove of each preset (key made "
                         "if missing, loaded once), witness, evaluation, each kernel group, start/finish wall and "
                         "total, medians after a warm-up, the first proof verified. Keys are INSECURE test "
                         "parameters, made once and cached.")

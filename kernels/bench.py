@@ -4,7 +4,7 @@
                             [--repeat N] [--json]
 
 Each kernel is run once as a warm-up (this includes the first JIT compilation or module load),
-then ``repeat`` times; the table shows the median, the rate, and where ../shared/anchors.md has
+then ``repeat`` times; the table shows the median, the rate, and where docs/ANCHORS.md has
 a figure for that kernel and size, the anchor and the ratio ours / anchor (below 1.0 is faster).
 The anchors are sppark's figures on an NVIDIA H200; beside a CPU run they are a reference only.
 
@@ -52,14 +52,14 @@ DEFAULT_SIZES: dict[str, dict[str, list[int]]] = {
     },
 }
 
-# sppark on an NVIDIA H200 (../shared/anchors.md), milliseconds by log2 size.
+# sppark on an NVIDIA H200 (docs/ANCHORS.md), milliseconds by log2 size.
 ANCHORS_MS: dict[str, dict[int, float]] = {
     "msm_g1": {16: 7.7, 18: 21.0, 20: 21.0, 22: 53.0, 23: 90.0, 24: 155.0, 25: 289.0, 26: 557.0},
     "ntt": {20: 0.26, 22: 1.05, 24: 4.42, 26: 20.9},
     "intt": {20: 0.29, 22: 1.18, 24: 4.98, 26: 24.8},
     "coset_ntt": {20: 0.32, 22: 1.27, 24: 5.33, 26: 26.2},
 }
-ANCHOR_SOURCE = "sppark, NVIDIA H200, inputs GPU-resident (../shared/anchors.md)"
+ANCHOR_SOURCE = "sppark, NVIDIA H200, inputs GPU-resident (docs/ANCHORS.md)"
 
 MAX_LOG = {"msm_g1": 26, "msm_g2": 26, "ntt": 27, "intt": 27, "coset_ntt": 27}
 

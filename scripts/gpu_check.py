@@ -7,7 +7,7 @@ Writes into OUTDIR (all flat files, so they come back from a device run):
   log.txt         everything printed, with timestamps;
   tests.txt       pytest's output for tests/test_cuda_*.py (the host-only ones included);
   results.json    compile times, arithmetic probes, benchmark rows;
-  summary.md      the benchmark table (ratio to sppark where ../shared/anchors.md has a figure);
+  summary.md      the benchmark table (ratio to sppark where docs/ANCHORS.md has a figure);
   cupy_cache.tar.gz  CuPy's compiled-kernel cache (CUPY_CACHE_DIR), to carry into the next run.
 The cache directory (--cache, default .cupycache in the repo root) is used as CUPY_CACHE_DIR, so a
 run that starts with the previous run's cache skips the NVRTC compilations (minutes).

@@ -2,7 +2,7 @@
 
 ``device_bench(what, sizes, repeat)`` returns rows in the same form as kernels.bench.run_bench
 (so kernels.bench.format_table prints them), but the inputs live on the GPU before timing starts,
-as in sppark's figures in ../shared/anchors.md: no host transfer is inside the timed region.
+as in sppark's figures in docs/ANCHORS.md: no host transfer is inside the timed region.
 Each row is the median of ``repeat`` runs after one warm-up; every run is bracketed by CUDA events
 on the current stream (host-side synchronisations inside an MSM are part of its time).
 Points are distinct: random multiples of the generator made by the fixed-base kernel.
