@@ -287,6 +287,11 @@ class Engine:
         with self._changed:  # reentrant: a signal handler may run in a thread that holds it
             self._changed.notify_all()
 
+    def sample_now(self) -> dict[str, Any] | None:
+        """Emit a sample now (memory, counters) and return it; None before start. A farm host
+        takes one as each job ends, so its last sample counts every job it finished."""
+        return self._sampler.sample_now() if self._sampler is not None else None
+
     def _at_exit(self) -> None:
         """A program that forgets stop() still leaves no worker and no segment behind."""
         if self._started and not self._closed:
