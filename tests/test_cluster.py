@@ -36,7 +36,7 @@ from engine.pipeline.proving import ensure_key  # noqa: E402
 from engine.pipeline.shm import list_ours, prefix_for  # noqa: E402
 from engine.stream.reader import read_recording  # noqa: E402
 from engine.stream.schema import check_event  # noqa: E402
-from engine.stream.summary import render_all  # noqa: E402
+from engine.stream.summary import final_counters, render_all  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESET, PARTS = "tiny", 2
@@ -154,6 +154,8 @@ def _independently_verified(params: Path, cfg: EngineConfig, proof_done: list[di
 
 
 def test_two_hosts_prove_and_the_merged_session_replays(farm, tmp_path):
+    # a session before this one, so the hosts' long-lived engines have counted other jobs
+    assert run_farm(farm["cfg"], 1, farm["addr"], None, progress=None)[0] == 0
     rec = tmp_path / "farm.jsonl"
     code, events, f = run_farm(farm["cfg"], 4, farm["addr"], str(rec), progress=None)
     errors = [e for e in events if e["kind"] == "error"]
@@ -187,6 +189,11 @@ def test_two_hosts_prove_and_the_merged_session_replays(farm, tmp_path):
     assert not replayed.warnings
     assert render_all(replayed.events) == render_all(events)
     assert "4 verified" in render_all(events)
+    # the final counters are this session's, summed over its hosts, with every proof in them
+    c = final_counters(events)
+    assert (c["partitions_submitted"], c["partitions_done"]) == (4 * PARTS, 4 * PARTS), c
+    assert (c["proofs_done"], c["proofs_verified"], c["proofs_failed"]) == (4, 4, 0), c
+    assert c["partitions_submitted"] == c["partitions_submitted_events"]
     # per-job overhead was measured
     assert [t for t in f.timings.values() if t.first_synthesis is None or t.collected is None] == []
 

@@ -3,6 +3,7 @@ elsewhere, a proof reported once, and the hosts fold the console's hosts view dr
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -13,7 +14,7 @@ from engine.cluster.merge import TAG, Merge, wall_seconds
 from engine.stream import schema
 from engine.stream.fold import fold
 from engine.stream.schema import check_event
-from engine.stream.summary import render_all
+from engine.stream.summary import final_counters, render_all
 
 SESSION = "c0ffee00"
 CLIENT_WALL = 1_800_000_000.0  # the client's session start (epoch seconds)
@@ -174,6 +175,32 @@ def test_events_of_other_sessions_and_before_ours_are_dropped():
     assert m.take("hA", other + before) == []
     assert m.dropped == len(other) + 2
     assert m.take("hA", [schema.sample(51.0, [], 0, {}, [])])[0]["t"] == pytest.approx(1.0)
+
+
+def test_counters_are_the_sessions_summed_over_hosts():
+    """Each host's long-lived engine counts from its start: the session's counters are its last
+    sample less its counters when the session began there, summed over the hosts."""
+    rng = random.Random()
+    names = ("partitions_submitted", "proofs_done", "retries")
+    base = {h: {k: rng.randrange(0, 1000) for k in names} for h in ("hA", "hB")}
+    grown = {h: {k: base[h][k] + rng.randrange(0, 50) for k in names} for h in ("hA", "hB")}
+    m = Merge(SESSION, CLIENT_WALL, Clock())
+    events = [m.stamp(lambda t: schema.session_start(t, {}, {}, [], iso(CLIENT_WALL)))]
+    events += m.join("hA", "a", host_start(CLIENT_WALL), {}, base["hA"])
+    events += m.join("hB", "b", host_start(CLIENT_WALL), {}, base["hB"])
+    early = {k: base["hA"][k] + 1 for k in names}
+    for h, c, t in (("hA", early, 1.0), ("hB", grown["hB"], 2.0), ("hA", grown["hA"], 3.0)):
+        holding = rng.randrange(0, 4)
+        events += m.take(h, [schema.sample(t, [], 0, {**c, "holding_abc": holding}, [])])
+    c = final_counters(events)
+    for k in names:
+        assert c[k] == sum(grown[h][k] - base[h][k] for h in ("hA", "hB")), (k, c)
+    # a gauge is a level, not a count: its value is the hosts' own, summed
+    assert c["holding_abc"] == sum(e["counters"]["holding_abc"] for e in events[-2:])
+    # a host seen with no starting counters counts from zero
+    m2 = Merge(SESSION, CLIENT_WALL, Clock())
+    m2.join("hA", "a", host_start(CLIENT_WALL), {})
+    assert m2.take("hA", [schema.sample(1.0, [], 0, grown["hA"], [])])[0]["counters"] == grown["hA"]
 
 
 def test_events_before_a_host_joined_wait_for_its_offset():

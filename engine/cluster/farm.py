@@ -333,7 +333,7 @@ class Farm:
                 self._publish(self._merge.leave(name, f"host {name} ({addr}) left the farm"))
         if not new:
             return
-        starts = self.client.run(host_start, workers=new, on_error="return")
+        starts = self.client.run(host_start, self.session, workers=new, on_error="return")
         for addr in new:
             got = starts.get(addr)
             if not isinstance(got, dict):
@@ -342,7 +342,7 @@ class Farm:
             with self._lock:
                 assert self._merge is not None
                 self._publish(self._merge.join(got["host"], addr, got["session_start"],
-                                               got["resources"]))
+                                               got["resources"], got.get("counters")))
 
 
 def _lists(obj: Any) -> Any:

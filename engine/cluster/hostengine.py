@@ -36,6 +36,8 @@ from kernels.textfmt import exc_line
 
 TOPIC = "sealtop-events"
 PLUGIN = "sealtop-engine"
+BASELINES_KEPT = 64  # sessions whose starting counters a host remembers
+SAMPLE_WAIT_S = 2.0  # a job's closing sample waits this long at most to be forwarded
 
 
 @dataclass
@@ -67,6 +69,11 @@ class HostEngine(WorkerPlugin):
         self._tags: dict[int, tuple[str, int]] = {}  # local job -> (session, client job)
         self._waiters: dict[int, _Waiter] = {}
         self._lock = threading.Lock()
+        # session -> the Engine's counters before that session's first job here (or when its
+        # client first saw this host): the client's merge counts from them
+        self._baselines: dict[str, dict[str, int]] = {}
+        self._sent = threading.Condition()  # a sample was handed to the worker's connection
+        self._sent_t = float("-inf")  # the latest such sample's t
 
     # ---- Dask's plugin hooks ---------------------------------------------------------------
 
@@ -125,6 +132,11 @@ class HostEngine(WorkerPlugin):
         worker = self.worker
         if worker is not None:
             worker.log_event(TOPIC, {"host": self.host, "events": out})
+        sampled = [float(e["t"]) for e in batch if e["kind"] == "sample"]
+        if sampled:
+            with self._sent:
+                self._sent_t = max(self._sent_t, *sampled)
+                self._sent.notify_all()
         for ev in batch:
             try:
                 self._note(ev)
@@ -163,6 +175,32 @@ class HostEngine(WorkerPlugin):
             w.proof_hex, w.total_ms = ev["proof"], float(ev["total_ms"])
             w.done.set()
 
+    # ---- counters --------------------------------------------------------------------------
+
+    def baseline(self, session: str) -> dict[str, int]:
+        """The Engine's counters when ``session`` began here: taken the first time it is asked
+        for (the client seeing this host) or before the session's first job, whichever is first,
+        so a farm session's counters are its own, not the long-lived Engine's whole life."""
+        eng = self.engine
+        with self._lock:
+            base = self._baselines.get(session)
+            if base is None:
+                base = self._baselines[session] = eng.counters.snapshot() if eng else {}
+                while len(self._baselines) > BASELINES_KEPT:
+                    del self._baselines[next(iter(self._baselines))]
+            return dict(base)
+
+    def _sample_sent(self, eng: Any, timeout: float = SAMPLE_WAIT_S) -> None:
+        """A sample now, waited for until it is handed to the worker's connection: it then
+        reaches the client ahead of the task's result, so the farm's last sample of this host
+        counts the job that just ended."""
+        ev = eng.sample_now()
+        if ev is None:
+            return
+        t = float(ev["t"])
+        with self._sent:
+            self._sent.wait_for(lambda: self._sent_t >= t, timeout)
+
     # ---- jobs ------------------------------------------------------------------------------
 
     def prove(self, spec: JobSpec) -> JobResult | None:
@@ -173,6 +211,7 @@ class HostEngine(WorkerPlugin):
         eng = self.engine
         if eng is None:
             return None
+        self.baseline(spec.session)  # before the job: the session's counters count it
         with self._submit:
             local = eng.submit(Job(spec.preset, spec.partitions, spec.seed))
             self._tags[local] = (spec.session, spec.job)
@@ -181,6 +220,7 @@ class HostEngine(WorkerPlugin):
                 self._waiters[local] = w
         # no event of the job passes the sink before this: _tag waits for the submit lock
         w.done.wait()
+        self._sample_sent(eng)
         with self._lock:
             self._waiters.pop(local, None)
         with self._submit:  # the job's events are all forwarded: its tag is needed no more
@@ -207,14 +247,16 @@ def prove_job(raw: bytes) -> dict[str, Any]:
     return result.to_dict()
 
 
-def host_start(dask_worker: Any) -> dict[str, Any] | None:
-    """Run on a worker by the client (Client.run): the host's name, resources and its Engine's
-    session_start, or None where no sealtop engine runs."""
+def host_start(session: str = "", dask_worker: Any = None) -> dict[str, Any] | None:
+    """Run on a worker by the client (Client.run): the host's name, resources, its Engine's
+    session_start and its counters when the client's ``session`` began here, or None where no
+    sealtop engine runs."""
     plugin = dask_worker.plugins.get(PLUGIN)
     if plugin is None or plugin.session_start is None:
         return None
     return {"host": plugin.host, "session_start": plugin.session_start,
-            "resources": dict(dask_worker.state.total_resources)}
+            "resources": dict(dask_worker.state.total_resources),
+            "counters": plugin.baseline(session)}
 
 
 CONTROLS = ("set_knob", "pause", "resume")

@@ -21,7 +21,12 @@ session:
 * the hosts' own ``proof_done`` are dropped: the client reports a job's proof once, from the
   task's result (:meth:`Merge.proof`), so a job proven twice (its first host died after
   proving it, before the result was collected) is still reported once;
-* host events from before the client's session (samples, knobs) are dropped.
+* host events from before the client's session (samples, knobs) are dropped;
+* a host's sample counts this session: its counters less the host's counters when the session
+  began there (the host's Engine is long-lived and counts every job it ever ran; gauges such as
+  ``holding_abc`` stay as they are). Each host takes a sample as each job ends, so its last
+  sample counts every job it finished; summary.final_counters sums the hosts' last samples.
+  (Another client's jobs on the same host at the same time are counted too.)
 
 Plain Python with no Dask import, so it is tested without a cluster.
 """
@@ -38,6 +43,7 @@ from engine.stream.schema import TERMINAL, Event
 
 JOB_KINDS = frozenset(("job_submitted", "stage", "partition_timings", "proof_done"))
 TAG = "farm_job"  # [session, client job id] on a host's job events
+GAUGES = frozenset(("holding_abc",))  # counters that are levels, not counts since a start
 
 
 def wall_seconds(iso: str) -> float:
@@ -55,6 +61,7 @@ class HostClock:
     session_start: dict[str, Any]
     resources: dict[str, float]
     present: bool = True
+    counters: dict[str, int] = field(default_factory=dict)  # the host's when the session began
 
 
 @dataclass
@@ -83,11 +90,14 @@ class Merge:
 
     # ---- membership ----------------------------------------------------------------------
 
-    def join(self, name: str, address: str, start: Event, resources: dict[str, float]) -> list[Event]:
-        """A host joined (or was first seen): its ``host`` event, then what it said before."""
+    def join(self, name: str, address: str, start: Event, resources: dict[str, float],
+             counters: dict[str, int] | None = None) -> list[Event]:
+        """A host joined (or was first seen): its ``host`` event, then what it said before.
+        ``counters``: the host's counters when this session began there (none: from zero)."""
         offset = wall_seconds(start["wall_start"]) - float(start["t"]) - self.wall_start
         body = {k: v for k, v in start.items() if k not in ("t", "kind")}
-        self.hosts[name] = HostClock(name, address, offset, body, dict(resources))
+        self.hosts[name] = HostClock(name, address, offset, body, dict(resources),
+                                     counters=dict(counters or {}))
         out = [self.stamp(lambda t: schema.host(t, name, "joined", address, body, resources,
                                                  offset))]
         out += self.take(name, self.held.pop(name, []))
@@ -159,6 +169,10 @@ class Merge:
             ev["job"] = job
         elif rebased < 0:
             return None  # from before this session
+        elif kind == "sample" and isinstance(ev.get("counters"), dict):
+            base = h.counters
+            ev["counters"] = {k: v if k in GAUGES else v - int(base.get(k, 0))
+                              for k, v in ev["counters"].items()}
         ev["host_t"] = ev["t"]
         ev["t"] = self._t(rebased)
         ev["host"] = h.name

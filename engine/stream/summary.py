@@ -83,12 +83,17 @@ def stage_counts(events: Iterable[Event]) -> dict[str, int]:
 
 
 def final_counters(events: list[Event]) -> dict[str, int]:
-    """The engine's counters from the last sample, with the stage counts, submissions and
+    """The engine's counters from the last sample (a farm's: each host's last sample, summed;
+    the merge made them count that session only), with the stage counts, submissions and
     cancelled proofs (jobs stopped before they were proven: never counted as failed)."""
-    out: dict[str, int] = {}
+    last: dict[Any, dict[str, int]] = {}
     for e in events:
         if e.get("kind") == "sample":
-            out = dict(e["counters"])
+            last[e.get("host")] = e["counters"]
+    out: dict[str, int] = {}
+    for counters in last.values():
+        for k, v in counters.items():
+            out[k] = out.get(k, 0) + v
     f = fold(events)
     out["partitions_submitted_events"] = sum(
         e["partitions"] for e in events if e.get("kind") == "job_submitted"
