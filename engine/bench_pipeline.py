@@ -19,7 +19,9 @@ from engine.config import ConfigError, EngineConfig, load_config
 from engine.runner import run_engine, say
 from engine.stream.summary import partitions, render_all, run_summary
 from engine.watchers import Watch
-from kernels.textfmt import fmt_bytes, table
+from kernels.textfmt import error_line, fmt_bytes, table
+
+VERB = "bench pipeline"  # the command its error lines name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,12 +45,12 @@ class Bench:
         try:
             cfg = load_config(self.config_path) if self.config_path else EngineConfig()
         except ConfigError as exc:
-            say(f"sealtop: {exc}")
+            say(error_line(f"sealtop {VERB}", str(exc)))
             return None
         cfg.preset = self.preset
         for k, v in self.overrides.items():
             if not hasattr(cfg, k):
-                say(f"sealtop: unknown setting {k!r}")
+                say(error_line(f"sealtop {VERB}", f"unknown setting {k!r}"))
                 return None
             setattr(cfg, k, v)
         return cfg
@@ -68,10 +70,10 @@ def bench_pipeline(b: Bench) -> int:
     try:
         circuit = resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
     except PresetError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {VERB}", str(exc)))
         return 2
     t0 = time.perf_counter()
-    code, events = run_engine(cfg, jobs, b.record, watch=b.watch)
+    code, events = run_engine(cfg, jobs, b.record, watch=b.watch, verb=VERB)
     wall = time.perf_counter() - t0
     if not events:
         return code
@@ -222,12 +224,12 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
         return 2, []
     bad = sorted({k for _, over in variants for k in over} - set(KNOBS) - set(POLICIES))
     if bad:
-        say(f"sealtop: {', '.join(bad)} cannot change within one engine")
+        say(error_line(f"sealtop {VERB}", f"{', '.join(bad)} cannot change within one engine"))
         return 2, []
     try:
         circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
     except PresetError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {VERB}", str(exc)))
         return 2, []
     owned: list[tuple[str, dict[str, Any], list[int]]] = []
 
@@ -249,7 +251,8 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
             while not eng.wait_idle(0.5):
                 pass
 
-    code, events = run_engine(cfg, 1 + b.jobs * len(variants), b.record, watch=b.watch, plan=plan)
+    code, events = run_engine(cfg, 1 + b.jobs * len(variants), b.record, watch=b.watch, plan=plan,
+                              verb=VERB)
     start = [e for e in events if e["kind"] == "session_start"]
     rows: list[dict[str, Any]] = []
     warm = min((e["job"] for e in events if e["kind"] == "job_submitted"), default=None)
@@ -286,12 +289,12 @@ def _bench_rows(b: Bench, variants: list[tuple[str, dict[str, Any]]]) -> tuple[i
         try:
             circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
         except PresetError as exc:
-            say(f"sealtop: {exc}")
+            say(error_line(f"sealtop {VERB}", str(exc)))
             return 2, rows
         say(f"--- {label}")
         code, events = run_engine(cfg, b.jobs,
                                   variant_path(b.record, label) if b.record else None,
-                                  watch=b.watch)
+                                  watch=b.watch, verb=VERB)
         worst = max(worst, code)
         if not events:
             return code, rows
@@ -340,7 +343,7 @@ def bench_matrix(kind: str, b: Bench) -> int:
     elif kind == "dealloc":
         variants = [(f"dealloc={m}", {"dealloc": m}) for m in ("async", "sync")]
     else:
-        say(f"sealtop: unknown comparison {kind!r} (choose cuzk or dealloc)")
+        say(error_line(f"sealtop {VERB}", f"unknown comparison {kind!r} (choose cuzk or dealloc)"))
         return 2
     code, rows = (_bench_rows_one_engine if b.one_engine else _bench_rows)(b, variants)
     if rows:

@@ -29,6 +29,7 @@ from engine.stream.schema import CANCELLED
 from engine.stream.summary import render_all
 from engine.stream.tap import SinkStats, Tap
 from engine.watchers import AddressError, Watch, Watchers, start_watchers
+from kernels.textfmt import error_line, exc_line
 
 
 class _Progress:
@@ -144,39 +145,41 @@ def run_engine(
     progress: TextIO | None = sys.stderr,
     watch: Watch = Watch(),
     plan: Callable[[Any], None] | None = None,
+    verb: str = "run",
 ) -> tuple[int, list[dict]]:
     """Run ``jobs`` jobs of the config's preset to completion; (exit code, events). ``watch``
     says whether /metrics is served and whether the engine offers its socket to
     `sealtop attach` and `sealtop serve` for the run. ``plan``, when given, submits the
-    ``jobs`` jobs itself (it is handed the started Engine) in place of submitting them at once."""
+    ``jobs`` jobs itself (it is handed the started Engine) in place of submitting them at once.
+    ``verb`` names the command in its error lines (``sealtop: VERB: ...``)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
     from engine.pipeline.engine import Engine, EngineError, Job
 
     if jobs < 1:
-        say("sealtop: --jobs must be at least 1")
+        say(error_line(f"sealtop {verb}", "--jobs must be at least 1"))
         return 2, []
     try:
         if record is not None:
             check_target(record)
         resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
     except (PresetError, RecordingError) as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {verb}", str(exc)))
         return 2, []
     note = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
         eng = Engine(cfg, progress=note)
     except EngineError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {verb}", str(exc)))
         return 2, []
     try:
         recorder = SessionRecorder(record) if record is not None else None
     except RecordingError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {verb}", str(exc)))
         return 2, []
     try:
         watchers = start_watchers(eng, watch, cfg)
     except AddressError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {verb}", str(exc)))
         return 2, []
     for line in watchers.lines:
         say(line)
@@ -193,7 +196,7 @@ def run_engine(
 
     try:
         return drive(eng, Sinks(eng.subscribe(), recorder, progress, watchers), jobs, submit,
-                     (ValueError, EngineError), "cancelling in-flight partitions")
+                     (ValueError, EngineError), "cancelling in-flight partitions", verb=verb)
     finally:
         watchers.close()
 
@@ -212,13 +215,15 @@ class Driven(Protocol):
 
 def drive(src: Driven, sinks: Sinks, jobs: int, submit: Callable[[], None],
           refused: tuple[type[BaseException], ...], cancelling: str,
-          late_error: Callable[[], object] = lambda: None) -> tuple[int, list[dict]]:
+          late_error: Callable[[], object] = lambda: None,
+          verb: str = "run") -> tuple[int, list[dict]]:
     """Start ``src``, ``submit`` the jobs, wait for them and stop; (exit code, events).
 
     The one shape of a headless run, local or on a farm: a stop signal cancels what is in
     flight (a second one hurries), an exception of ``refused`` is bad input (one line, exit 2),
     anything else stops ``src`` and is raised. ``late_error`` is an error ``src`` reports after
-    its stream ended (the farm lost; exit 2 unless the run was interrupted)."""
+    its stream ended (the farm lost; exit 2 unless the run was interrupted). ``verb`` names the
+    command in the error line."""
     signals.on_again(src.hurry)  # a second stop signal: stop now (still completing the session)
     interrupted = False
     try:
@@ -234,7 +239,7 @@ def drive(src: Driven, sinks: Sinks, jobs: int, submit: Callable[[], None],
         with signals.shielded():
             src.stop(drain=False)
     except refused as exc:
-        say(f"sealtop: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        say(error_line(f"sealtop {verb}", exc_line(exc)))
         src.stop(drain=False)
         return 2, sinks.finish()
     except BaseException:
@@ -245,7 +250,7 @@ def drive(src: Driven, sinks: Sinks, jobs: int, submit: Callable[[], None],
         events = sinks.finish()
     error = late_error()
     if error is not None and not interrupted:
-        say(f"sealtop: {error}")
+        say(error_line(f"sealtop {verb}", str(error)))
         return 2, events
     if interrupted or signals.received():
         return 130, events
@@ -263,7 +268,7 @@ def run_headless(config_path: str, jobs: int, record: str | None = None,
     try:
         cfg = load_config(config_path)
     except ConfigError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line("sealtop run", str(exc)))
         return 2
     code, events = run_engine(cfg, jobs, record, watch=watch)
     if events:
@@ -278,7 +283,7 @@ def replay_summary(path: str) -> int:
     try:
         rec = read_recording(path)
     except SessionError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line("sealtop replay", str(exc)))
         return 2
     for line in rec.warnings:
         say(line)

@@ -259,7 +259,7 @@ def test_a_bad_record_target_is_one_line_before_any_work(tmp_path, params, capsy
     took = time.perf_counter() - t0
     cap = capsys.readouterr()
     err = cap.err.strip()
-    assert err.count("\n") == 0 and err.startswith("sealtop: cannot record to ")
+    assert err.count("\n") == 0 and err.startswith("sealtop: run: cannot record to ")
     assert ("does not exist" in err) if target != "." else ("is a directory" in err)
     assert "engine started" not in err and cap.out == ""  # refused before the engine was built
     assert took < 5.0
