@@ -289,7 +289,7 @@ def test_no_scheduler_is_one_line(monkeypatch, capsys):
     code, events, _ = run_farm(cfg, 1, f"tcp://127.0.0.1:{_free_port()}", progress=None)
     assert code == 2 and time.monotonic() - t0 < 15
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("sealtop: no scheduler at tcp://127.0.0.1:")
+    assert len(err) == 1 and err[0].startswith("sealtop: run: no scheduler at tcp://127.0.0.1:")
     with pytest.raises(ClusterError):
         f = Farm(f"tcp://127.0.0.1:{_free_port()}", cfg)
         f.start()

@@ -15,35 +15,37 @@ import sys
 import time
 from typing import Any, TextIO
 
-from engine.bench_pipeline import Bench, write_report
+from engine.bench_pipeline import VERB, Bench, write_report
 from engine.cluster import ClusterError
 from engine.config import ConfigError, EngineConfig, load_config
 from engine.runner import Sinks, drive, say
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
 from engine.stream.summary import render_all, run_summary
+from kernels.textfmt import error_line
 
 
 def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = None,
-             progress: TextIO | None = sys.stderr) -> tuple[int, list[dict], Any]:
+             progress: TextIO | None = sys.stderr, verb: str = "run") -> tuple[int, list[dict], Any]:
     """Run ``jobs`` jobs of the config's preset on the farm at ``address``;
-    (exit code, merged events, the Farm for its timings)."""
+    (exit code, merged events, the Farm for its timings). ``verb`` names the command in its
+    error lines (``sealtop: VERB: ...``)."""
     from engine.cluster.farm import Farm
 
     if jobs < 1:
-        say("sealtop: --jobs must be at least 1")
+        say(error_line(f"sealtop {verb}", "--jobs must be at least 1"))
         return 2, [], None
     try:
         if record is not None:
             check_target(record)
         recorder = SessionRecorder(record) if record is not None else None
     except RecordingError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {verb}", str(exc)))
         return 2, [], None
     note = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
         farm = Farm(address, cfg, progress=note)
     except ClusterError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line(f"sealtop {verb}", str(exc)))
         return 2, [], None
 
     def submit() -> None:
@@ -61,7 +63,8 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
             farm.submit(cfg.preset, cfg.partitions, cfg.seed + i)
 
     code, events = drive(farm, Sinks(farm.subscribe(), recorder, progress), jobs, submit,
-                         (ClusterError,), "cancelling the farm's jobs", lambda: farm.error)
+                         (ClusterError,), "cancelling the farm's jobs", lambda: farm.error,
+                         verb=verb)
     return code, events, farm
 
 
@@ -93,11 +96,12 @@ def run_cluster(config_path: str | None, address: str | None, jobs: int,
     try:
         cfg = load_config(config_path) if config_path else EngineConfig()
     except ConfigError as exc:
-        say(f"sealtop: {exc}")
+        say(error_line("sealtop run", str(exc)))
         return 2
     address = address or cfg.scheduler
     if not address:
-        say("sealtop: no scheduler: give --cluster ADDR or [cluster] scheduler in the config")
+        say(error_line("sealtop run",
+                       "no scheduler: give --cluster ADDR or [cluster] scheduler in the config"))
         return 2
     code, events, farm = run_farm(cfg, jobs, address, record)
     if events:
@@ -140,7 +144,7 @@ def bench_cluster(b: Bench, address: str) -> int:
         return 2
     preset, jobs = b.preset, b.jobs
     t0 = time.perf_counter()
-    code, events, farm = run_farm(cfg, jobs, address or cfg.scheduler, b.record)
+    code, events, farm = run_farm(cfg, jobs, address or cfg.scheduler, b.record, verb=VERB)
     wall = time.perf_counter() - t0
     if not events:
         return code
