@@ -98,7 +98,6 @@ class DashboardState:
     mem_total: int = 0
     mem_peak: int = 0
     mem_peak_t: float = 0.0
-    counters: dict[str, int] = field(default_factory=dict)
     errors: int = 0
     stage_hist: dict[str, deque] = field(
         default_factory=lambda: {s: deque(maxlen=HISTORY) for s in ALL_STAGES}
@@ -440,7 +439,6 @@ def _sample(state: DashboardState, ev: Event, t: float) -> None:
     procs = list(ev.get("processes") or [])
     state.processes = procs
     state.shm_bytes = int(ev.get("shm_bytes") or 0)
-    state.counters = dict(ev.get("counters") or {})
     total = sum(int(p.get("rss_anon") or 0) for p in procs) + state.shm_bytes
     state.mem_total = total
     if total > state.mem_peak:
