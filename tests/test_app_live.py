@@ -87,7 +87,7 @@ async def test_dashboard_on_the_embedded_engine_shows_a_verified_proof(config):
         await pilot.press("n")
         await wait_for(pilot, lambda: app.state.proofs_done >= 1)
         app.request_render()
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: row_marks(app).get(1) == "✓", 30)  # the next redraw
         assert app.state.jobs[1].verified is True
         assert row_marks(app)[1] == "✓"
 
@@ -101,7 +101,7 @@ async def test_corrupted_proof_shows_a_cross(config):
         await pilot.press("n")
         await wait_for(pilot, lambda: app.state.proofs_done >= 1)
         app.request_render()
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: row_marks(app).get(1) == "✗", 30)  # the next redraw
         assert app.state.jobs[1].verified is False
         assert row_marks(app)[1] == "✗"
 
@@ -133,7 +133,7 @@ async def test_save_config_keeps_comments(config, tmp_path):
         await pilot.press("W")
         await wait_for(pilot, lambda: app.state.knobs.get("partition_workers") == 2, 20)
         await pilot.press("ctrl+s")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: any("saved knobs to" in e.text for e in app.state.log), 30)
     text = cfg.read_text()
     assert "partition_workers = 2  # one synthesis at a time" in text
     assert "# operator's prover" in text and "# shared key cache" in text
