@@ -19,6 +19,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from app.state import DashboardState, apply
@@ -26,6 +27,17 @@ from engine.cluster.hosts import HostsState
 from engine.stream.schema import Event
 
 FARM_AUTOFEED = 4  # jobs the console keeps in flight on a farm (2 on one machine)
+
+
+@dataclass(frozen=True)
+class _Control:
+    """An operator's control for the farm, queued for the one thread that applies them in
+    order: ``action`` is one of engine.cluster.hostengine.CONTROLS; ``hosts`` None = every host."""
+
+    action: str
+    name: str
+    value: Any
+    hosts: list[str] | None
 
 
 class FarmEngine:
@@ -39,7 +51,7 @@ class FarmEngine:
         self.address = address
         self.config = config
         self.target: list[str] | None = None
-        self._controls: queue.Queue = queue.Queue()
+        self._controls: queue.Queue[_Control | None] = queue.Queue()
         self._controller: threading.Thread | None = None
 
     @property
@@ -88,18 +100,17 @@ class FarmEngine:
         if self.farm.error is not None:
             raise ClusterError(self.farm.error)
         chosen = hosts if hosts is not None else self.target
-        self._controls.put((action, name, value, None if chosen is None else list(chosen)))
+        self._controls.put(_Control(action, name, value, None if chosen is None else list(chosen)))
 
     def _control_loop(self) -> None:
         while True:
-            item = self._controls.get()
-            if item is None:
+            c: _Control | None = self._controls.get()
+            if c is None:
                 return
-            action, name, value, hosts = item
             try:
-                self.farm.control(action, name, value, hosts)
+                self.farm.control(c.action, c.name, c.value, c.hosts)
             except Exception as exc:  # noqa: BLE001 - a gone scheduler: the farm says so
-                self._failed(f"{action} {name}".strip(), exc)
+                self._failed(f"{c.action} {c.name}".strip(), exc)
 
     def _failed(self, what: str, exc: BaseException) -> None:
         if self.farm.error is not None:
