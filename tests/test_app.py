@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("textual")  # the device machine has no Textual: skip, so -m gpu collects there
 
-from app_pilot import wait_for
+from app_pilot import redrawn, wait_for
 from test_app_fakes import FakeEngine
 
 from app.console import SealtopApp
@@ -20,6 +20,7 @@ from app.main import build_app, is_console, main
 from app.screens.dashboard import DashboardScreen
 from app.screens.detail import DetailScreen
 from app.screens.help import HelpScreen, binding_rows
+from app.screens.prompt import PromptScreen
 from app.session_io import load_session
 from app.state import reduce
 from app.widgets.proofs import ProofsTable
@@ -138,9 +139,9 @@ async def test_replay_controls_step_speed_seek():
         await pilot.press("less_than_sign")
         assert c.speed == 4
         await pilot.press("g")
-        await pilot.pause()
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"2.5", "enter")
-        await pilot.pause()
+        await wait_for(pilot, lambda: c.clock == pytest.approx(2.5))
         assert c.clock == pytest.approx(2.5)
         assert app.state.t <= 2.5 and app.state.proofs_done < 8
         await pilot.press("space")
@@ -163,7 +164,7 @@ async def test_help_lists_the_keys_of_this_mode():
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
-        await pilot.pause()
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         assert isinstance(app.screen, HelpScreen)
         lines = text_of(app.screen.query_one("#help-table"), width=200).splitlines()
         listed = 0
@@ -208,12 +209,16 @@ async def test_filter_and_sort_the_proofs_table():
         assert table.sort_key == "parts"
         table.sort_by("total")
         app.request_render()
-        await pilot.pause(0.2)
-        totals = [app.state.jobs[int(table.get_row_at(i)[0].plain)].total_ms for i in range(8)]
+
+        def shown_totals() -> list[float]:
+            return [app.state.jobs[int(table.get_row_at(i)[0].plain)].total_ms for i in range(8)]
+
+        await wait_for(pilot, lambda: shown_totals() == sorted(shown_totals(), reverse=True))
+        totals = shown_totals()
         assert totals == sorted(totals, reverse=True)
         await pilot.press("O")
-        await pilot.pause(0.2)
-        totals = [app.state.jobs[int(table.get_row_at(i)[0].plain)].total_ms for i in range(8)]
+        await wait_for(pilot, lambda: shown_totals() == sorted(shown_totals()))
+        totals = shown_totals()
         assert totals == sorted(totals)
 
 
@@ -340,7 +345,7 @@ async def test_engine_refusal_is_logged():
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
         app.set_knob("partition_workers", 0)
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: any("refused" in e.text for e in app.state.log))
         assert any("refused" in e.text for e in app.state.log)
 
 
@@ -349,8 +354,9 @@ async def test_readonly_disables_tuning():
     app = live_app(eng, readonly=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
-        await pilot.press("W", "p", "n", "ctrl+s")
-        await pilot.pause(0.2)
+        await pilot.press("W", "p", "n", "ctrl+s")  # each key is handled before press returns
+        header = app.screen.query_one("#header")
+        await wait_for(pilot, lambda: "READONLY" in text_of(header, width=400))
         assert eng.knobs["partition_workers"] == 2 and not eng.paused and not eng.submitted
         assert "READONLY" in text_of(app.screen.query_one("#header"), width=400)
         # the footer and help offer none of what read-only disables
@@ -373,7 +379,7 @@ async def test_save_config_keeps_comments(tmp_path):
         await pilot.press("W")
         await wait_for(pilot, lambda: app.state.knobs["partition_workers"] == 3)
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: any("saved knobs to" in e.text for e in app.state.log))
     text = cfg.read_text()
     assert "partition_workers = 3  # was 4" in text
     assert "# my prover box" in text and "# two syntheses fit in RAM" in text
@@ -403,7 +409,7 @@ async def test_palette_offers_tuning_live_and_replay_controls_in_replay():
         cmd.callback()
         await wait_for(pilot, lambda: app.state.paused)
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
         assert isinstance(app.screen, CommandPalette)
 
     app = replay_app()
@@ -423,13 +429,15 @@ async def test_set_knob_through_the_prompt():
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
         app.prompt_knob("memory_budget")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"12GiB", "enter")
         await wait_for(pilot, lambda: eng.knobs["memory_budget"] == 12 * 2**30)
+        await wait_for(pilot, lambda: not isinstance(app.screen, PromptScreen))
         app.prompt_knob("gpu_channel_capacity")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"four", "enter")  # not a number: refused with a message
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: any("needs a whole number" in n.message
+                                          for n in app._notifications))
         assert eng.knobs["gpu_channel_capacity"] == 1
 
 
@@ -438,7 +446,7 @@ async def test_proofs_table_repaints_only_what_changed():
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
         assert app.replay_seek("2.5")
-        await pilot.pause(0.2)
+        await redrawn(pilot, app)  # the table shows the seek's state before the spy goes in
         table = app.screen.query_one(ProofsTable)
         calls: list[tuple] = []
         real = table.refresh
@@ -466,8 +474,9 @@ async def test_proofs_table_cursor_scroll_and_mouse():
 
     app = replay_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: bool(app.screen.query(ProofsTable)))
         table = app.screen.query_one(ProofsTable)
+        await wait_for(pilot, lambda: table.row_count == 8)  # the first refresh's rows
         state = app.state
         for i in range(9, 60):
             j = copy.deepcopy(state.jobs[3])
@@ -477,16 +486,16 @@ async def test_proofs_table_cursor_scroll_and_mouse():
         await wait_for(pilot, lambda: table.row_count == 59)
         assert table.row_count == 59
         await pilot.press("end")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: table.cursor_row == 58 and table.scroll_y > 0)
         assert table.cursor_row == 58 and table.selected_job() == 1 and table.scroll_y > 0
         await pilot.press("home")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: table.cursor_row == 0 and table.scroll_y == 0)
         assert table.cursor_row == 0 and table.scroll_y == 0
         x = next(a for a, _, k in table.column_edges() if k == "total") + 2  # inside the border
         await pilot.click(ProofsTable, offset=(x, 1))  # the `total` header
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: table.sort_key == "total")
         assert table.sort_key == "total" and table.sort_reverse
         await pilot.click(ProofsTable, offset=(4, 2))  # the first row, where the cursor is
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, DetailScreen))
         assert isinstance(app.screen, DetailScreen)
         assert app.screen.job == int(table.get_row_at(0)[0].plain)
