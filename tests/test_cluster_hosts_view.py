@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("textual")
 
+from app_pilot import redrawn, wait_for  # noqa: E402
 from test_cluster_merge import farm_session  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
@@ -50,9 +51,13 @@ def farm_replay(tmp_path: Path) -> SealtopApp:
 
 
 async def open_hosts(pilot, app: SealtopApp, settle: float = 0.3) -> None:
-    """Let the replay mount, open the hosts view and give it ``settle`` seconds to draw."""
-    await pilot.pause(0.2)
+    """Wait until the replay has drawn its first screen, open the hosts view, wait until its
+    table shows something, then give it ``settle`` seconds for the layout pass: a fixed pause
+    alone can end before a loaded machine has drawn either."""
+    await redrawn(pilot, app, 0)
     app.push_screen(HostsScreen())
+    await wait_for(pilot, lambda: isinstance(app.screen, HostsScreen) and app.screen.is_mounted
+                   and _text(app.screen.query_one("#hosts-table")).strip() != "")
     await pilot.pause(settle)
 
 
@@ -69,11 +74,21 @@ def _text(widget) -> str:
 async def test_hosts_view_rows_and_layout(tmp_path):
     app = farm_replay(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        await redrawn(pilot, app, 0)  # the replay's first screen drawn
         names = [c.title for c in app.get_system_commands(app.screen)]
         assert "Hosts of the farm" in names  # the console's hook
         app.push_screen(HostsScreen())
-        await pilot.pause(0.3)
+
+        def drawn() -> bool:  # both hosts' rows, laid out the full width
+            s = app.screen
+            if not (isinstance(s, HostsScreen) and s.is_mounted):
+                return False
+            table = s.query_one("#hosts-table")
+            body = _text(table)
+            return ("hA" in body and "hB" in body and table.region.width == SIZE[0]
+                    and s.query_one("#hosts-title").region.width == SIZE[0])
+
+        await wait_for(pilot, drawn)
         screen = app.screen
         assert isinstance(screen, HostsScreen)
         title = screen.query_one("#hosts-title")
@@ -100,7 +115,7 @@ async def test_hosts_view_rows_and_layout(tmp_path):
         assert screen.selected == "hB"
         assert "▸ hB" in _text(table)
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: not isinstance(app.screen, HostsScreen))
         assert not isinstance(app.screen, HostsScreen)
 
 
