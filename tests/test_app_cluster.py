@@ -17,10 +17,12 @@ pytest.importorskip("distributed")
 
 from processes import threads_left  # noqa: E402
 from test_cluster import Proc, _free_port, _until  # noqa: E402
+from app_pilot import redrawn, wait_for  # noqa: E402
 from test_cluster_hosts_view import _text, farm_replay, open_hosts, snapshot  # noqa: E402, F401
 
 from app.main import build_app  # noqa: E402
 from app.screens.hosts import HostDashboardScreen  # noqa: E402
+from app.widgets.proofs import ProofsTable  # noqa: E402
 
 
 async def test_the_scheduler_going_away_is_one_line_in_the_console(tmp_path, monkeypatch):
@@ -49,6 +51,8 @@ async def test_the_scheduler_going_away_is_one_line_in_the_console(tmp_path, mon
             await pilot.pause(1.0)  # what else it would say (failed submits...) would be here
             errors = [e.text for e in list(app.state.log)[n:] if e.level == "error"]
             assert len(errors) == 1 and "went away" in errors[0], errors
+            await _until(pilot, lambda: "went away" in _text(home.query_one("#hosts-title")), 30,
+                         "the notice in the hosts view's title (its next redraw)")
             assert "went away" in _text(home.query_one("#hosts-title"))  # the notice too
             assert app.autofeed == 0
             t0 = time.monotonic()
@@ -66,13 +70,18 @@ def test_host_drill_down_snapshot(snap_compare, tmp_path):
     async def run_before(pilot) -> None:
         await open_hosts(pilot, app, 0.2)
         await pilot.press("down", "enter")
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: isinstance(app.screen, HostDashboardScreen)
+                       and app.screen.is_mounted
+                       and app.screen.query_one(ProofsTable).row_count == 2)  # hB's jobs 2, 3
+        await redrawn(pilot, app)
         # the one-line log at its newest line, as it follows once laid out (on a loaded machine
         # the shot could catch it before its last relayout)
         from app.widgets.eventlog import EventLog
 
-        app.screen.query_one(EventLog).action_log_edge(1)
-        await pilot.pause(0.2)
+        log = app.screen.query_one(EventLog)
+        log.action_log_edge(1)
+        await wait_for(pilot, lambda: log.scroll_y == log.max_scroll_y)
+        await pilot.pause(0.2)  # the layout pass before the shot
         assert isinstance(app.screen, HostDashboardScreen) and app.screen.host == "hB"
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
@@ -103,7 +112,7 @@ async def test_drill_down_keys_over_a_replay(tmp_path):
         await open_hosts(pilot, app, 0.2)
         hosts = app.screen
         await pilot.press("down", "enter")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, HostDashboardScreen))
         d = app.screen
         assert isinstance(d, HostDashboardScreen) and d.host == "hB"
         # hB proved job 2 and job 3 (run again after hA left); hA's job 1 is not here
@@ -112,22 +121,22 @@ async def test_drill_down_keys_over_a_replay(tmp_path):
         assert [g.name for g in d.host_state.gpus.values()] == ["NVIDIA H200"]
         before = dict(d.host_state.knobs)
         await pilot.press("W", "p")  # no tuning in a replay: nothing asked, nothing changes
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # time for a change that must not come (the keys are handled)
         assert d.host_state.knobs == before and not d.host_state.paused
         await pilot.press("h")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen))
         assert isinstance(app.screen, HistoryScreen) and app.screen.host == "hB"
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: app.screen is d)
         assert app.screen is d
         await pilot.press("4")  # the proofs panel maximized: Esc restores it, then goes back
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: d.maximized is not None)
         assert d.maximized is not None
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: d.maximized is None)
         assert app.screen is d and d.maximized is None
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: app.screen is hosts)
         assert app.screen is hosts
 
 
