@@ -69,16 +69,29 @@ async def test_header_clock_runs_from_the_app_start():
     gate = threading.Event()
 
     def slow_factory():
-        gate.wait(5)  # the engine takes its time to build, as a first run does
+        gate.wait(30)  # the engine takes its time to build, as a first run does (until set)
         return eng
 
     app = SealtopApp("live", engine_factory=slow_factory, autofeed=0, refresh=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(1.3)
-        header = app.screen.query_one(HeaderBar)
-        line = header.render_state(app.state, app.palette(), 80).plain.split("\n")[0]
         import re
 
+        from app_pilot import wait_for
+
+        header = app.screen.query_one(HeaderBar)
+
+        def first_line() -> str:
+            return header.render_state(app.state, app.palette(), 80).plain.split("\n")[0]
+
+        def up_s() -> int:
+            up = re.search(r"up (\d+) s", first_line())
+            return int(up.group(1)) if up else -1
+
+        # the header's clock is set at each refresh tick: wait for one a second or more in
+        # (a fixed 1.3 s pause read a stale header when a loaded machine held the tick back)
+        await wait_for(pilot, lambda: up_s() >= 1, timeout=20)
+        line = first_line()
         up = re.search(r"up (\d+) s", line)
+        assert app.engine is None  # still building: the clock ran without it
         assert up and int(up.group(1)) >= 1, line  # not stuck at 0 while the engine builds
         gate.set()
