@@ -212,5 +212,20 @@ async def test_quitting_while_the_engine_starts_stops_it(config, tmp_path):
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(p) for p in pids)
+
+    def ended() -> bool:
+        """The console's line is in the recording: the starting thread writes it once stop()
+        has returned, a while after the engine marks itself closed (its workers, sampler and
+        threads are stopped in between), so a read right after _closed can find it missing."""
+        try:
+            events = load_session(rec).events
+        except Exception:  # noqa: BLE001 - the recording still being written
+            return False
+        return any(e["kind"] == "console" and "console closed while" in e.get("text", "")
+                   for e in events)
+
+    deadline = time.monotonic() + 30
+    while not ended() and time.monotonic() < deadline:
+        time.sleep(0.1)
     last = load_session(rec).events[-1]
     assert last["kind"] == "console" and "console closed while the engine started" in last["text"]
