@@ -332,9 +332,14 @@ async def test_the_console_on_the_farm(farm, tmp_path):
         # the console keeps jobs in flight: work on both hosts, a proof back
         await _until(pilot, lambda: all(home.fold.state_of(h).jobs for h in hosts)
                      and home.state.proofs >= 1, 90, "jobs on both hosts and a proof")
-        await pilot.pause(0.3)
-        rows = [ln for ln in _text(home.query_one("#hosts-table")).splitlines()
-                if any(h in ln for h in hosts)]
+
+        def host_rows() -> list[str]:
+            return [ln for ln in _text(home.query_one("#hosts-table")).splitlines()
+                    if any(h in ln for h in hosts)]
+
+        await _until(pilot, lambda: len(host_rows()) == 2 and all(" up " in ln for ln in host_rows()),
+                     20, "both hosts' rows drawn")
+        rows = host_rows()
         assert len(rows) == 2 and all(" up " in ln for ln in rows), rows
         assert f"{len(home.state.hosts)} of" in _text(home.query_one("#hosts-title"))
         assert f"p → {one}" in _text(home.query_one("#hosts-keys"))  # where knobs go
@@ -344,7 +349,8 @@ async def test_the_console_on_the_farm(farm, tmp_path):
         # drill-down into the first host: its partitions alone, its own config
         assert home.selected == one
         await pilot.press("enter")
-        await pilot.pause(0.3)
+        await _until(pilot, lambda: isinstance(app.screen, HostDashboardScreen), 20,
+                     "the host's dashboard")
         d = app.screen
         assert isinstance(d, HostDashboardScreen) and d.host == one
         mine = {job for (job, _), (h, _) in home.state.where.items() if h == one}
@@ -368,7 +374,7 @@ async def test_the_console_on_the_farm(farm, tmp_path):
         await pilot.press("p")
         await _until(pilot, lambda: not d.host_state.paused, 20, "the host resumed")
         await pilot.press("escape")
-        await pilot.pause(0.2)
+        await _until(pilot, lambda: app.screen is home, 20, "back to the hosts view")
         assert app.screen is home
 
         # every host: * then C, each host's channel one up from its own
