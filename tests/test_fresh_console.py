@@ -41,18 +41,21 @@ async def test_maximized_panels_filter_and_help_fit_80x24():
         await wait_for(pilot, lambda: app.screen.query("#proofs") and "proofs" in screen_lines(app)[10])
         for key in "12345":
             await pilot.press(key)
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: app.screen.maximized is not None
+                           and app.screen.maximized.region.width == SIZE[0])
+            await pilot.pause(0.1)  # the layout pass that draws it
             panel = app.screen.maximized
             assert panel is not None, key
             assert panel.region.width == SIZE[0], (key, panel.region)
             assert outside(app) == [], key
             assert box_closed(screen_lines(app), panel.region.y), (key, screen_lines(app)[0])
             await pilot.press("escape")
-            await pilot.pause(0.05)
+            await wait_for(pilot, lambda: app.screen.maximized is None)
 
         await pilot.press("slash")
-        await pilot.pause(0.1)
         box = app.screen.query_one("#filter")
+        await wait_for(pilot, lambda: box.display and box.has_focus)
+        await pilot.pause(0.1)  # the layout pass after the box opened
         assert box.display and box.has_focus
         assert outside(app) == []
         log = app.screen.query_one("#log")
@@ -61,10 +64,10 @@ async def test_maximized_panels_filter_and_help_fit_80x24():
         table = app.screen.query_one(ProofsTable)
         rows = table.row_count
         await pilot.press(*"bad")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: table.row_count < rows)
         assert table.row_count < rows
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: not box.display and table.row_count == rows)
         assert not box.display and app.focused is table and table.filter_text == ""
         assert table.row_count == rows
         sort_key = table.sort_key
