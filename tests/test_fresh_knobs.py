@@ -12,6 +12,7 @@ from app_pilot import wait_for  # noqa: E402
 from test_app_fakes import FakeEngine  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
+from app.screens.prompt import PromptScreen  # noqa: E402
 
 GiB = 2**30
 
@@ -27,14 +28,15 @@ async def test_budget_prompt_refuses_a_typo_and_keys_at_their_least_say_so():
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
         assert eng.knobs["memory_budget"] == 8 * GiB
         for typo in ("banana", "-3", "12 parsecs"):
+            said = len(notices(app))
             app.prompt_knob("memory_budget")
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
             await pilot.press(*typo, "enter")
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: len(notices(app)) > said)
             assert eng.knobs["memory_budget"] == 8 * GiB, typo
             assert notices(app)[-1][1] == "error" and "memory_budget" in notices(app)[-1][0], typo
         app.prompt_knob("memory_budget")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"0", "enter")
         await wait_for(pilot, lambda: eng.knobs["memory_budget"] == 0)
         assert notices(app)[-1][0] == "memory_budget → unlimited"
@@ -44,8 +46,9 @@ async def test_budget_prompt_refuses_a_typo_and_keys_at_their_least_say_so():
         await pilot.press("w")
         await wait_for(pilot, lambda: app.state.knobs.get("partition_workers") == 1)
         sent = list(eng.knobs.items())
+        said = len(notices(app))
         await pilot.press("w")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: len(notices(app)) > said)
         assert list(eng.knobs.items()) == sent
         message, severity = notices(app)[-1]
         assert severity == "warning" and "partition_workers" in message and "least" in message
