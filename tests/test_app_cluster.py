@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("textual")
 pytest.importorskip("distributed")
 
+from app_pilot import redrawn, wait_for  # noqa: E402
 from processes import threads_left  # noqa: E402
 from test_cluster import Proc, _free_port, _until  # noqa: E402
-from app_pilot import redrawn, wait_for  # noqa: E402
 from test_cluster_hosts_view import _text, farm_replay, open_hosts, snapshot  # noqa: E402, F401
 
 from app.main import build_app  # noqa: E402
