@@ -1,6 +1,7 @@
 """What every headless verb module shares: the one-line usage errors (OneLineParser, from
 kernels.textfmt, where the kernel benchmark uses it too), CliError, the exit codes, stderr lines
-and the --backend argument. The console's parser (app/main.py) uses the same OneLineParser, so a bad argument reads the same everywhere: ``sealtop: VERB: what (see ...)``.
+and the --backend argument. The console's parser (app/main.py) uses the same OneLineParser, so a
+bad argument reads the same everywhere: ``sealtop: VERB: what (see ...)``.
 """
 
 from __future__ import annotations

@@ -155,32 +155,31 @@ def run_engine(
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
     from engine.pipeline.engine import Engine, EngineError, Job
 
-    if jobs < 1:
-        say(error_line(f"sealtop {verb}", "--jobs must be at least 1"))
+    def refuse(why: object) -> tuple[int, list[dict]]:  # bad input: one line, exit 2
+        say(error_line(f"sealtop {verb}", str(why)))
         return 2, []
+
+    if jobs < 1:
+        return refuse("--jobs must be at least 1")
     try:
         if record is not None:
             check_target(record)
         resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
     except (PresetError, RecordingError) as exc:
-        say(error_line(f"sealtop {verb}", str(exc)))
-        return 2, []
+        return refuse(exc)
     note = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
         eng = Engine(cfg, progress=note)
     except EngineError as exc:
-        say(error_line(f"sealtop {verb}", str(exc)))
-        return 2, []
+        return refuse(exc)
     try:
         recorder = SessionRecorder(record) if record is not None else None
     except RecordingError as exc:
-        say(error_line(f"sealtop {verb}", str(exc)))
-        return 2, []
+        return refuse(exc)
     try:
         watchers = start_watchers(eng, watch, cfg)
     except AddressError as exc:
-        say(error_line(f"sealtop {verb}", str(exc)))
-        return 2, []
+        return refuse(exc)
     for line in watchers.lines:
         say(line)
 
