@@ -1,0 +1,1 @@
+"""Filecoin's sealing rules (registered proofs, SDR graph, labels, trees, vanilla proofs, C1)."""
