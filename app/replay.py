@@ -150,8 +150,19 @@ class ReplayActions:
     def __init__(self, app, controller: ReplayController, warnings: list[str]) -> None:
         self.app = app
         self.controller = controller
-        self.notice = "; ".join(warnings)  # a crashed run's cut end
+        self.warnings = list(warnings)
+        # a crashed run's cut end: one header line, cut to fit, so it names the file by its name
+        session = getattr(app, "session", None)
+        short = [w.replace(session.path, session.name) if session is not None else w
+                 for w in warnings]
+        self.notice = "; ".join(short)
         self._last_tick = time.monotonic()
+
+    def start(self) -> None:
+        """Once the console is up: each warning in full, as a toast (the header's notice line is
+        cut to the screen's width)."""
+        for w in self.warnings:
+            self.app.notify(w, severity="warning", timeout=15)
 
     @property
     def state(self) -> DashboardState:

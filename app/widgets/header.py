@@ -115,6 +115,8 @@ class HeaderBar(StatePanel):
         ks.append((2, Text(f"refresh {ctx.refresh:g} s", style=pal.dim)))
         knobs = fit_line(ks, width, sep="  ", lead=Text(" knobs: ", style=pal.dim))
         lines = [status, knobs]
-        if ctx.notice:
-            lines.append(Text(f" {ctx.notice}", style=f"bold {pal.warn}"))
+        if ctx.notice:  # one line whatever its length: a wrapped notice pushed the panels
+            notice = Text(f" {ctx.notice}", style=f"bold {pal.warn}")  # off an 80x24 screen
+            notice.truncate(width, overflow="ellipsis")
+            lines.append(notice)
         return stack(lines)
