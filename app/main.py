@@ -54,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Operator console for the sealtop Groth16 sealing engine.",
         epilog=epilog(),
     )
-    p.add_argument("--config", metavar="FILE", help="engine config (TOML); default: built-in defaults")
+    p.add_argument("--config", metavar="FILE",
+                   help=f"engine config (TOML); default: ./{DEFAULT_CONFIG} when there is one "
+                        "(where ctrl+s saves the knobs), else built-in defaults")
     p.add_argument("--readonly", action="store_true", help="watch only: disable all tuning keys")
     p.add_argument("--record", metavar="FILE", help="record the live session to FILE")
     p.add_argument("--theme", choices=("sealtop-dark", "sealtop-light", "sealtop-mono"),
@@ -227,9 +229,15 @@ def main(argv: list[str] | None = None) -> int:
         return serve(argv[1:])
     try:
         app = build_app(argv)
-    except ValueError as exc:
-        return _fail(str(exc))
+    except ValueError as exc:  # named by its verb, as the headless verbs' lines are
+        return _fail(f"{console_verb(argv)}: {exc}")
     return run_app(app)
+
+
+def console_verb(argv: list[str]) -> str:
+    """The verb a console error line names: replay, compare, attach, serve, or `console` for
+    the console on an engine (no verb)."""
+    return argv[0] if argv and argv[0] in CONSOLE_VERBS else "console"
 
 
 def run_app(app) -> int:

@@ -79,14 +79,14 @@ def serve(argv: list[str]) -> int:
     try:
         from textual_serve.server import Server
     except ImportError:
-        print("sealtop: serve needs textual-serve (pip install 'sealtop[serve]')", file=sys.stderr)
+        print("sealtop: serve: needs textual-serve (pip install 'sealtop[serve]')", file=sys.stderr)
         return 2
     from engine.attach import AttachError, find_engine
 
     try:
         path = find_engine(a.engine)
     except AttachError as exc:
-        print(f"sealtop: {exc}", file=sys.stderr)
+        print(f"sealtop: serve: {exc}", file=sys.stderr)
         return 2
     cmd = [sys.executable, "-m", "app.main", "attach", "--engine", str(path)]
     if a.allow_control:

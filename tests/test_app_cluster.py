@@ -99,7 +99,7 @@ def test_no_dask_is_one_line(monkeypatch, capsys):
 
     assert main(["--cluster", "tcp://127.0.0.1:1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["sealtop: the farm needs dask and distributed: pip install 'sealtop[cluster]'"]
+    assert err == ["sealtop: console: the farm needs dask and distributed: pip install 'sealtop[cluster]'"]
 
 
 async def test_drill_down_keys_over_a_replay(tmp_path):
