@@ -8,6 +8,8 @@ import argparse
 import json
 import secrets
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +124,18 @@ def _read_proof(path: str) -> bytes:
         raise CliError(f"cannot read proof {path}: {exc.strerror or exc}") from None
 
 
+@contextmanager
+def _writing(path: str | Path, what: str) -> Iterator[None]:
+    """A write that fails (a full disk, a file-size limit) is one line naming the file: the bare
+    OSError of a write names none (``[Errno 28] No space left on device``). The writers are
+    atomic, so the file that was there is left as it was."""
+    try:
+        yield
+    except OSError as exc:
+        raise CliError(f"cannot write {what} {path}: {exc.strerror or exc} (the file there, if "
+                       "any, is unchanged)") from None
+
+
 def _write_bytes_atomic(path: str | Path, data: bytes) -> None:
     from engine.atomic import atomic_write
 
@@ -169,8 +183,10 @@ def _cmd_setup(args: argparse.Namespace) -> int:
                    f"scalars and fixed-base MSMs on {be.name}")
         pk = setup(r1cs, args.seed, be, progress=steps.note)
         steps.step(f"writing {pk_path} and {vk_path}")
-        save_proving_key(pk, pk_path)
-        save_vk(verifying_key(pk), vk_path)
+        with _writing(pk_path, "the proving key"):
+            save_proving_key(pk, pk_path)
+        with _writing(vk_path, "the verification key"):
+            save_vk(verifying_key(pk), vk_path)
     print(f"{INSECURE_LABEL}: wrote {pk_path} ({fmt_bytes(pk_path.stat().st_size)}) and {vk_path} "
           f"in {time.perf_counter() - t:.2f} s")
     return EXIT_OK
@@ -250,8 +266,11 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     if failed:
         say(error_line(f"{PROG} prove", failed))
         return EXIT_REJECTED
-    _write_bytes_atomic(args.proof, proof)
-    write_json_atomic(args.public, circuit.statement(x) if circuit.statement else [str(v) for v in public])
+    with _writing(args.proof, "the proof"):
+        _write_bytes_atomic(args.proof, proof)
+    with _writing(args.public, "the public inputs"):
+        write_json_atomic(args.public, circuit.statement(x) if circuit.statement
+                          else [str(v) for v in public])
     parts = " ".join(f"{k}={v:.0f}ms" for k, v in timings.items())
     label = " with INSECURE TEST PARAMETERS" if pk.insecure else ""
     print(f"proved {circuit.name}{label} in {wall:.2f} s ({be.name}{checked}): wrote {args.proof} "
@@ -341,6 +360,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         files["public.json"] = snarkjs.public_json(public)
     out.mkdir(exist_ok=True)  # only once every input has been read and checked
     for name, obj in files.items():
-        write_json_atomic(out / name, obj)
+        with _writing(out / name, "the snarkjs file"):
+            write_json_atomic(out / name, obj)
     print(f"wrote {', '.join(str(out / n) for n in files)} (snarkjs groth16, curve bls12381)")
     return EXIT_OK

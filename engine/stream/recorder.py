@@ -4,10 +4,12 @@
     {"t": 0.0, "kind": "session_start", ...}
     ...
 
-The file is written at its target path from the start (no hidden temporary file renamed at the
-end): whatever happens to the process, the path holds the session up to the last line that
-reached the kernel. Consequence: recording over an existing file replaces it when the recording
-begins, not when it ends.
+The file is written at its target path from its first line (no hidden temporary file renamed at
+the end): whatever happens to the process, the path holds the session up to the last line that
+reached the kernel. Only the header line is written beside the target first, synced and then
+renamed onto it, so a disk that is already full leaves the target as it was (absent, or the
+good file it held) instead of empty. Consequence: recording over an existing file replaces it
+when the recording begins, not when it ends.
 
 Plain files are written line by line with one unbuffered write per event, so every line is in
 the kernel's hands as soon as it is recorded. A ``.gz`` target is a multi-member gzip: the header
@@ -111,6 +113,19 @@ class _Full:
             flush()
 
 
+def _open_beside(path: Path) -> tuple[Path, Any]:
+    """A new, unbuffered file in ``path``'s folder (made with the mode open() gives a new file),
+    to hold the header until it is renamed onto ``path``."""
+    for _ in range(100):
+        beside = path.with_name(f".{path.name}.{os.urandom(4).hex()}.rec")
+        try:
+            fd = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        return beside, os.fdopen(fd, "wb", buffering=0)
+    raise FileExistsError(f"no free name beside {path}")
+
+
 class SessionRecorder:
     """Writes events to a session file at ``path``; thread-safe.
 
@@ -131,24 +146,45 @@ class SessionRecorder:
         self._closed = False
         self.error: RecordingError | None = None
         self.count = 0
+        beside: Path | None = None  # the header's file until it is renamed onto the target
         if file is None:
             check_target(self.path)
             try:
-                file = open(self.path, "wb", buffering=0)
+                beside, opened = _open_beside(self.path)
             except OSError as exc:
                 raise RecordingError(f"cannot record to {self.path}: {_reason(exc)}") from None
+            file = opened
         self._file: BinaryWriter = file
+        self._why = ""  # the reason of the write that failed
         self._raw = _Full(file)
         self._member: gzip.GzipFile | None = None
         self._pending = False  # written since the last flush
         self._last_flush = clock()
-        with self._lock:
-            self._put(dumps(header()).encode("utf-8") + b"\n")
-            self._flush_locked()
+        try:
+            with self._lock:
+                self._put(dumps(header()).encode("utf-8") + b"\n")
+                self._flush_locked()
+            if beside is not None:
+                os.fsync(opened.fileno())
+                os.replace(beside, self.path)
+                beside = None
+        except (RecordingError, OSError) as exc:
+            self._closed = True
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            if beside is None:
+                raise
+            beside.unlink(missing_ok=True)
+            why = self._why or _reason(exc)
+            self.error = RecordingError(f"cannot record to {self.path}: {why}")
+            raise self.error from None
 
     # ---- writing ---------------------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> RecordingError:
+        self._why = _reason(exc)
         self.error = RecordingError(f"recording to {self.path} failed: {_reason(exc)}")
         self._closed = True
         try:
