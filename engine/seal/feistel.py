@@ -15,6 +15,7 @@ from numba import njit
 ROUNDS = 3
 
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+_Z = np.uint64(0)
 _IV = np.array(
     [
         0x6A09E667F3BCC908,
@@ -28,6 +29,7 @@ _IV = np.array(
     ],
     dtype=np.uint64,
 )
+# BLAKE2b's message schedule (sigma), which blake2b_16's written-out rounds apply.
 _PERM = np.array(
     [
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
@@ -51,44 +53,141 @@ def _rotr64(x: np.uint64, n: int) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
-def _mix(v: np.ndarray, a: int, b: int, c: int, d: int, x: np.uint64, y: np.uint64) -> None:
-    v[a] = v[a] + v[b] + x
-    v[d] = _rotr64(v[d] ^ v[a], 32)
-    v[c] = v[c] + v[d]
-    v[b] = _rotr64(v[b] ^ v[c], 24)
-    v[a] = v[a] + v[b] + y
-    v[d] = _rotr64(v[d] ^ v[a], 16)
-    v[c] = v[c] + v[d]
-    v[b] = _rotr64(v[b] ^ v[c], 63)
+def _g(a: np.uint64, b: np.uint64, c: np.uint64, d: np.uint64, x: np.uint64,
+       y: np.uint64) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64]:
+    a = a + b + x
+    d = _rotr64(d ^ a, 32)
+    c = c + d
+    b = _rotr64(b ^ c, 24)
+    a = a + b + y
+    d = _rotr64(d ^ a, 16)
+    c = c + d
+    b = _rotr64(b ^ c, 63)
+    return a, b, c, d
 
 
 @njit(cache=True)
 def blake2b_16(m0: np.uint64, m1: np.uint64) -> np.uint64:
     """The first LE u64 word of BLAKE2b-512 (no key) of the 16-byte message whose LE u64 words
-    are ``m0`` and ``m1``."""
-    m = np.zeros(16, dtype=np.uint64)
-    m[0] = m0
-    m[1] = m1
+    are ``m0`` and ``m1``.
+
+    The 12 rounds are written out with the message schedule (``_PERM``) already applied: only
+    words 0 and 1 of the block are non-zero, so each mix takes ``m0``, ``m1`` or zero. Scalars
+    only, so the expander's hot path allocates nothing."""
     h0 = _IV[0] ^ np.uint64(0x01010040)
-    v = np.empty(16, dtype=np.uint64)
-    v[0] = h0
-    for i in range(1, 8):
-        v[i] = _IV[i]
-    for i in range(8):
-        v[8 + i] = _IV[i]
-    v[12] ^= np.uint64(16)
-    v[14] ^= _M64
-    for r in range(12):
-        s = _PERM[r % 10]
-        _mix(v, 0, 4, 8, 12, m[s[0]], m[s[1]])
-        _mix(v, 1, 5, 9, 13, m[s[2]], m[s[3]])
-        _mix(v, 2, 6, 10, 14, m[s[4]], m[s[5]])
-        _mix(v, 3, 7, 11, 15, m[s[6]], m[s[7]])
-        _mix(v, 0, 5, 10, 15, m[s[8]], m[s[9]])
-        _mix(v, 1, 6, 11, 12, m[s[10]], m[s[11]])
-        _mix(v, 2, 7, 8, 13, m[s[12]], m[s[13]])
-        _mix(v, 3, 4, 9, 14, m[s[14]], m[s[15]])
-    return h0 ^ v[0] ^ v[8]
+    v0, v1, v2, v3, v4, v5, v6, v7 = h0, _IV[1], _IV[2], _IV[3], _IV[4], _IV[5], _IV[6], _IV[7]
+    v8, v9, v10, v11 = _IV[0], _IV[1], _IV[2], _IV[3]
+    v12, v13 = _IV[4] ^ np.uint64(16), _IV[5]  # t = 16 bytes
+    v14, v15 = _IV[6] ^ _M64, _IV[7]  # the last block
+    # round 0
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m0, m1)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 1
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m1, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m0, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 2
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, m0)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, m1)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 3
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, m1)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, m0)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 4
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, m0)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, m1)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 5
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m0, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m1, _Z)
+    # round 6
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m1, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m0, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 7
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, m1)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, m0)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 8
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m0, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m1, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 9
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m1, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, m0)
+    # round 10
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m0, m1)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, _Z, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, _Z, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    # round 11
+    v0, v4, v8, v12 = _g(v0, v4, v8, v12, _Z, _Z)
+    v1, v5, v9, v13 = _g(v1, v5, v9, v13, _Z, _Z)
+    v2, v6, v10, v14 = _g(v2, v6, v10, v14, _Z, _Z)
+    v3, v7, v11, v15 = _g(v3, v7, v11, v15, _Z, _Z)
+    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m1, _Z)
+    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m0, _Z)
+    v2, v7, v8, v13 = _g(v2, v7, v8, v13, _Z, _Z)
+    v3, v4, v9, v14 = _g(v3, v4, v9, v14, _Z, _Z)
+    return h0 ^ v0 ^ v8
 
 
 @njit(cache=True, inline="always")
