@@ -7,6 +7,7 @@
     run      the embedded engine headless on a config; replay FILE --summary its recording
     bench    kernels (kernels.bench) | prove (engine/bench_prove.py) | synth | pipeline
     cluster  the farm: a Dask scheduler or one host's worker
+    seal     seal a Filecoin sector on the CPU and write its C1 JSON (engine/cli_seal.py)
 
 The verbs live in three modules by what they do: engine/cli_proofs.py (setup, prove, verify,
 export), engine/cli_run.py (run, replay, cluster) and engine/cli_bench.py (bench); what they
@@ -24,7 +25,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from engine import cli_bench, cli_proofs, cli_run
+from engine import cli_bench, cli_proofs, cli_run, cli_seal
 from engine.cli_common import (
     CONSOLE_VERBS,
     EXIT_USAGE,
@@ -38,6 +39,7 @@ from kernels.textfmt import error_line
 VERBS: list[Callable[[argparse._SubParsersAction], None]] = [
     cli_proofs.add_setup, cli_proofs.add_prove, cli_proofs.add_verify, cli_proofs.add_export,
     cli_run.add_run, cli_run.add_replay, cli_bench.add_bench, cli_run.add_cluster,
+    cli_seal.add_seal,
 ]
 
 

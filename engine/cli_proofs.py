@@ -295,11 +295,14 @@ def _malformed(proof: bytes) -> str | None:
 
 # ---------------------------------------------------------------- verify
 def add_verify(sub) -> None:
-    p = sub.add_parser("verify", help="verify a proof (py_arkworks_bls12381 pairing)",
+    from engine.cli_seal import add_c1_args
+
+    p = sub.add_parser("verify", help="verify a proof (py_arkworks_bls12381 pairing) or a C1 output (--c1)",
                        description="Exit 0 if the proof is valid, 1 if it is rejected, 2 on bad input.")
-    p.add_argument("--vk", required=True, metavar="FILE", help="verification key JSON (from setup)")
+    p.add_argument("--vk", default=None, metavar="FILE", help="verification key JSON (from setup; required without --c1)")
     p.add_argument("--proof", default="proof.bin", metavar="FILE", help="192-byte proof (default proof.bin)")
     p.add_argument("--public", default="public.json", metavar="FILE", help="public inputs JSON (default public.json)")
+    add_c1_args(p)
     p.set_defaults(func=_cmd_verify)
 
 
@@ -307,6 +310,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from engine.groth16.verify import verify
     from engine.groth16.vkey import load_vk
 
+    if args.c1 is not None:
+        from engine.cli_seal import cmd_verify_c1
+
+        return cmd_verify_c1(args)
+    if args.vk is None:
+        raise CliError("--vk FILE is required (or --c1 FILE for a C1 output)")
     vk = load_vk(args.vk)
     public = _read_public(args.public)
     proof = _read_proof(args.proof)
