@@ -29,6 +29,7 @@ import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,28 @@ SECTIONS: dict[str, int] = {
 
 class KeyFileError(ValueError):
     """A key file that cannot be used (bad magic, version, truncation, checksum, shape)."""
+
+
+class NotAKeyFile(KeyFileError):
+    """The key's path holds something that is no file at all (a directory, a pipe, a socket):
+    not a damaged key, so running setup over it cannot help; the operator moves it away."""
+
+
+def _not_a_file(path: Path) -> NotAKeyFile | None:
+    """The error for a key path that exists but is not a regular file (None when it is one, or
+    is missing: opening it then says so). A pipe is refused before it is opened, which would
+    wait for a writer forever."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode)
+            or stat.S_ISBLK(mode) else "not a regular file")
+    return NotAKeyFile(f"{path} is {kind}, not a proving key file: move it away or name the key "
+                       "file itself")
 
 
 @dataclass
@@ -203,6 +226,8 @@ def _checksum(buf: mmap.mmap | bytes) -> bytes:
 def read_header(path: str | os.PathLike) -> dict:
     """The header fields of a proving key file (no checksum check), for `info`-style output."""
     path = Path(path)
+    if (wrong := _not_a_file(path)) is not None:
+        raise wrong
     try:
         with open(path, "rb") as f:
             raw = f.read(HEADER_SIZE)

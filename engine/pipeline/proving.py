@@ -74,13 +74,15 @@ def ensure_key(
     Setup is serialised across processes by an flock on ``<key>.lock`` (the kernel releases it
     if its holder dies): a second process waits, says so, and then loads the key the first
     one made."""
-    from engine.groth16.keyfile import KeyFileError
+    from engine.groth16.keyfile import KeyFileError, NotAKeyFile
 
     path = key_path(cache_dir, circuit.name, circuit.r1cs)
     with _lock:
         if path.exists():
             try:
                 return path, _load_vk(path, circuit)
+            except NotAKeyFile:
+                raise  # a directory there is no damaged key: setup could not replace it
             except KeyFileError as exc:
                 if damaged != "regenerate":
                     raise KeyFileError(f"{exc}; not replaced: set damaged_key = \"regenerate\" "
