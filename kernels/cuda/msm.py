@@ -15,6 +15,7 @@ uint64[n, 4], the result uint64[1, words] affine with infinity all zeros.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,18 @@ SORT_ITEMS = True
 # buckets, counters L2-resident either way) 14.5 ms both ways at 2^24.
 SORT_BY_WINDOW = True
 SORT_BY_WINDOW_BUCKETS = 1 << 21
+# The bucket accumulation: "xyzz" (one thread per work item, XYZZ mixed additions, 8M + 2S each),
+# "batch" (batch-affine additions with one inversion per block step, about 6M each:
+# msm/batch_affine.cuh) or "auto" (batch from 2^BATCH_MIN_LOG tail scalars on, the sizes where a
+# block step holds enough slots to pay for its inversion). SEALTOP_MSM_ACC sets it per process,
+# for benchmarks; the msm() argument `accumulate` per call.
+ACCUMULATE = os.environ.get("SEALTOP_MSM_ACC", "xyzz")
+BATCH_MIN_LOG = 23
+# Batch mode's window from 2^BATCH_MIN_LOG scalars on: many buckets, so that every thread has many
+# slots (K) to share the block's inversion.
+BATCH_WINDOW = 20
+BATCH_THREADS = 256  # MSM_BATCH_THREADS in batch_affine.cuh
+BATCH_BLOCKS_PER_SM = {"g1": 2, "g2": 1}  # the kernels' launch bounds
 
 
 
@@ -120,6 +133,8 @@ class MsmStats:
     window: int = 0
     items: int = 0
     item_len: int = 0
+    accumulate: str = ""
+    slots: int = 0  # batch mode: slots (work items) per thread
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -144,6 +159,26 @@ def item_length(m: int, nwin: int, half: int) -> int:
     per_bucket = 2 * ((m + half - 1) // half)
     fill = -(-(m * nwin) // TARGET_ITEMS)
     return max(8, min(per_bucket, fill))
+
+
+def batch_item_length(m: int, half: int) -> int:
+    """Points per work item in batch mode: about 1.25 times a bucket's mean count, so that the
+    heavy buckets are cut into items that end with the rest (a block steps until its longest slot
+    is done, and each step pays for one inversion however few slots are left)."""
+    return max(8, -(-5 * m // (4 * half)))
+
+
+def use_batch(group: str, m: int, accumulate: str | None = None) -> bool:
+    """Whether a tail of m scalars is accumulated batch-affine (see ACCUMULATE)."""
+    how = accumulate or ACCUMULATE
+    if how not in ("xyzz", "batch", "auto"):
+        raise ValueError(f"unknown accumulation {how!r}")
+    return how == "batch" or (how == "auto" and m >= 1 << BATCH_MIN_LOG)
+
+
+def _sm_count() -> int:
+    cp = _cp()
+    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
 
 def reduce_segments(group: str, arr: Any, starts: np.ndarray, lens: np.ndarray) -> Any:
@@ -171,11 +206,11 @@ def reduce_segments(group: str, arr: Any, starts: np.ndarray, lens: np.ndarray) 
 
 
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
-        item_len: int | None = None) -> Any:
+        item_len: int | None = None, accumulate: str | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
-    window (bits per digit) and item_len (points per accumulation work item) override the
-    defaults, for benchmarks and tests."""
+    window (bits per digit), item_len (points per accumulation work item) and accumulate
+    ("xyzz", "batch", "auto"; see ACCUMULATE) override the defaults, for benchmarks and tests."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
@@ -234,7 +269,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     idx_arg = idx if idx is not None else np.uint64(0)
     del tail_idx
 
-    c = window or default_window(m, group)
+    batch = use_batch(group, m, accumulate)
+    c = window or (BATCH_WINDOW if batch and m >= 1 << BATCH_MIN_LOG else default_window(m, group))
     nwin = (256 + c - 1) // c
     half = 1 << (c - 1)
     nb = nwin * half
@@ -256,7 +292,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del cursor, canon
     mark("sort")
 
-    L = item_len or item_length(m, nwin, half)
+    L = item_len or (batch_item_length(m, half) if batch else item_length(m, nwin, half))
     nitems = (count + np.uint32(L - 1)) // np.uint32(L)
     item_off = cp.cumsum(nitems, dtype=cp.uint32) - nitems
     settle()
@@ -267,13 +303,26 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del bucket_off
     mark("items")
 
-    # longest items first: the threads of a warp then add chains of nearly equal length (with one
-    # item per bucket, the lengths vary as the buckets' counts do, about +-5% at 2^24)
-    order = cp.argsort(item_end - item_start)[::-1].astype(cp.uint32) if SORT_ITEMS and total_items > 1 else None
     partials = cp.empty((max(total_items, 1), xw), dtype=cp.uint64)
-    kernel(f"msm_{group}", f"{group}_accumulate")(_grid(total_items), (BLOCK,), (
-        points, sorted_, item_start, item_end, order if order is not None else np.uint64(0), np.uint32(total_items), partials))
-    del sorted_, item_start, item_end, order
+    slots = 0
+    if batch:
+        # item j is slot j: thread g of NT holds items g, g + NT, ...; item_start is the cursor
+        blocks = max(1, min(_sm_count() * BATCH_BLOCKS_PER_SM[group], -(-total_items // BATCH_THREADS)))
+        nt = blocks * BATCH_THREADS
+        slots = -(-total_items // nt)
+        pref = cp.empty((max(total_items, 1), aw // 2), dtype=cp.uint64)
+        kind = cp.empty(max(total_items, 1), dtype=cp.uint8)
+        kernel(f"msm_{group}", f"{group}_accumulate_batch")((blocks,), (BATCH_THREADS,), (
+            points, sorted_, item_start, item_end, np.uint32(total_items), np.uint32(slots), partials, pref, kind))
+        del pref, kind
+    else:
+        # longest items first: the threads of a warp then add chains of nearly equal length (with
+        # one item per bucket, the lengths vary as the buckets' counts do, about +-5% at 2^24)
+        order = cp.argsort(item_end - item_start)[::-1].astype(cp.uint32) if SORT_ITEMS and total_items > 1 else None
+        kernel(f"msm_{group}", f"{group}_accumulate")(_grid(total_items), (BLOCK,), (
+            points, sorted_, item_start, item_end, order if order is not None else np.uint64(0), np.uint32(total_items), partials))
+        del order
+    del sorted_, item_start, item_end
     mark("accumulate")
     _reduce_heavy(group, partials, nitems, item_off, count)
     del nitems
@@ -304,6 +353,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     mark("finish")
     if stats is not None:
         stats.window, stats.items, stats.item_len = c, total_items, L
+        stats.accumulate, stats.slots = ("batch" if batch else "xyzz"), slots
         _phase_times(stats, marks)
     return out
 

@@ -7,5 +7,7 @@
 #define MSM_ACC_BOUNDS MSM_G1_ACC_BOUNDS
 #endif
 #include "msm_core.cuh"
+#include "batch_affine.cuh"
 
 MSM_GROUP_KERNELS(g1, Fp)
+MSM_BATCH_KERNEL(g1, Fp)

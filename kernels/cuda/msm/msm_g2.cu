@@ -1,6 +1,11 @@
 // G2 (over Fp2) instantiation of the MSM and fixed-base kernels; a module of its own so that it
-// compiles in parallel with G1. See msm_core.cuh for the pipeline.
+// compiles in parallel with G1. See msm_core.cuh for the pipeline. The batch-affine
+// accumulation (batch_affine.cuh) gets one block a multiprocessor: its Fp2 state needs the
+// registers.
 #define MSM_ACC_BOUNDS
+#define MSM_BATCH_BOUNDS __launch_bounds__(MSM_BATCH_THREADS, 1)
 #include "msm_core.cuh"
+#include "batch_affine.cuh"
 
 MSM_GROUP_KERNELS(g2, Fp2)
+MSM_BATCH_KERNEL(g2, Fp2)
