@@ -243,31 +243,40 @@ def console_verb(argv: list[str]) -> str:
 def run_app(app) -> int:
     """Run the console with SIGINT, SIGTERM and SIGHUP handled as its quit: the app exits the
     normal way (the terminal restored, the engine stopped, the session completed) with exit
-    status 130; a second signal hurries the engine's stop (engine.signals)."""
+    status 130; a second signal hurries the engine's stop (engine.signals). A terminal that goes
+    away (hung up, its reads at end-of-file) is a quit too, signal or not (app.terminal)."""
+    from app.terminal import TerminalWatch
     from engine.signals import EXIT_INTERRUPTED, on_again, stop_signals
 
     engines: list = []
+    watch = TerminalWatch(app, EXIT_INTERRUPTED)
+    _use_watched_driver(app, watch)
 
     def quit_app(signum: int) -> None:
-        import asyncio
-
         engine = getattr(app, "engine", None)
         if engine is not None and hasattr(engine, "hurry"):
             engines.append(engine)
-        try:
-            loop = asyncio.get_running_loop()  # the handler runs on the app's own thread
-        except RuntimeError:
-            return
-        loop.call_soon_threadsafe(lambda: app.exit(return_code=EXIT_INTERRUPTED))
+        watch.check()  # a SIGHUP that comes with the terminal gone: write nothing more to it
+        watch.request()  # delivered by the watch once the app's loop runs, if it does not yet
 
-    with stop_signals(raise_first=False, on_signal=quit_app) as handler:
+    with stop_signals(raise_first=False, on_signal=quit_app) as handler, watch:
         # later signals only: the first is the normal quit
         on_again(lambda: [e.hurry() for e in engines] if len(handler.received) > 1 else None)
         app.run()
-    if handler is not None and handler.received:
+    if (handler is not None and handler.received) or watch.gone.is_set():
         return EXIT_INTERRUPTED
     return int(app.return_code or 0)
 
+
+def _use_watched_driver(app, watch) -> None:
+    """Textual's terminal driver, made safe for a terminal that goes away (app.terminal);
+    another driver (a test's, the browser's) stays as it is."""
+    try:
+        from textual.drivers.linux_driver import LinuxDriver
+    except ImportError:  # not on Linux or macOS
+        return
+    if getattr(app, "driver_class", None) is LinuxDriver:
+        app.driver_class = watch.driver_class(LinuxDriver)
 
 if __name__ == "__main__":
     sys.exit(main())
