@@ -11,7 +11,7 @@ after at least one complete member, ends the session there with a warning (one l
 :attr:`Recording.warnings`). A gzip file whose first member is already cut is damaged.
 
 A header naming a format version or an event schema this reader does not know is refused in one
-line that names it.
+line that names it; so is any event naming such a schema (a session_start, a farm host's own).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _parse(
                 seen_header = True
                 rec.header.update(obj)
                 continue
-            why = check_event(obj)
+            why = check_event(obj) or _schema_problem(obj)
             if why is not None:
                 if not complete:
                     rec.warnings.append(_cut_warning(source, lineno))
@@ -157,6 +157,28 @@ def _cut_warning(source: str, lineno: int) -> str:
             f"without closing, as a killed run's does); the session ends at line {lineno - 1}")
 
 
+def _unsupported(schema: Any) -> str | None:
+    """What is wrong with an event schema this reader does not know (None when it knows it)."""
+    if not isinstance(schema, bool) and schema in SUPPORTED_SCHEMAS:
+        return None
+    known = ", ".join(str(s) for s in SUPPORTED_SCHEMAS)
+    return f"event schema {schema!r} is not supported (this sealtop reads schemas {known})"
+
+
+def _schema_problem(ev: Event) -> str | None:
+    """The header's rule for every event that names a schema: a session_start's, and the
+    host's own session_start a farm's host event carries. A schema this reader does not know
+    is refused, not read as if it were one it knows."""
+    if ev["kind"] == "session_start":
+        why = _unsupported(ev["schema"])
+        return None if why is None else f"session_start {why}"
+    nested = ev.get("session_start") if ev["kind"] == "host" else None
+    if isinstance(nested, dict) and nested:
+        why = _unsupported(nested.get("schema", 1))
+        return None if why is None else f"host {ev['host']!r}: its session_start {why}"
+    return None
+
+
 def _check_header(obj: Any, source: str, lineno: int) -> None:
     if not isinstance(obj, dict) or obj.get("format") != FORMAT or "version" not in obj:
         raise SessionError(f"{source}:{lineno}: not a sealtop session (no '{FORMAT}' header line)")
@@ -165,13 +187,9 @@ def _check_header(obj: Any, source: str, lineno: int) -> None:
             f"{source}:{lineno}: session format version {obj['version']!r} is not supported "
             f"(this sealtop reads version {FORMAT_VERSION})"
         )
-    schema = obj.get("schema", 1)
-    if isinstance(schema, bool) or schema not in SUPPORTED_SCHEMAS:
-        known = ", ".join(str(s) for s in SUPPORTED_SCHEMAS)
-        raise SessionError(
-            f"{source}:{lineno}: event schema {schema!r} is not supported (this sealtop reads "
-            f"schemas {known})"
-        )
+    why = _unsupported(obj.get("schema", 1))
+    if why is not None:
+        raise SessionError(f"{source}:{lineno}: {why}")
 
 
 def read_recording(path: str | os.PathLike[str], limit: int = MAX_LINE_BYTES) -> Recording:
