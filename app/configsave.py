@@ -33,6 +33,20 @@ def _size_string(n: int) -> str:
         return str(n)
 
 
+def names_jobs(path: str | os.PathLike[str]) -> bool:
+    """Whether the TOML file at path chooses the jobs itself (a preset in [jobs]). A file that
+    ctrl+s wrote for a plain `sealtop` holds only knobs: the console's default jobs (the tiny
+    preset) still apply to it, as they did before the save."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True  # the engine's own reading of it says what is wrong
+    jobs = doc.get("jobs")
+    return isinstance(jobs, dict) and "preset" in jobs
+
+
 def save_knobs(path: str | os.PathLike[str], knobs: dict[str, Any]) -> list[str]:
     """Write the knobs into [engine] of the TOML file at path (created if absent).
 

@@ -173,8 +173,10 @@ def build_app(argv: list[str]):
             raise ValueError(str(exc)) from None
         return SealtopApp("compare", sessions=(sa, sb), theme=a.theme)
     a = _parser().parse_args(argv)
-    if not a.config and Path(DEFAULT_CONFIG).is_file():
+    saved = not a.config and Path(DEFAULT_CONFIG).is_file()
+    if saved:
         a.config = DEFAULT_CONFIG  # where ctrl+s saved the knobs without --config
+    from app.configsave import names_jobs
     from app.live import EngineUnavailable, find_engine_class, load_config, make_factory
     from engine.watchers import Watch
 
@@ -182,8 +184,8 @@ def build_app(argv: list[str]):
         config = load_config(a.config)
     except Exception as exc:  # the engine's ConfigError: one line naming file, line and key
         raise ValueError(str(exc)) from None
-    if not a.config:
-        use_tiny_preset(config)
+    if not a.config or (saved and not names_jobs(a.config)):
+        use_tiny_preset(config)  # saved knobs plus the defaults: the jobs a plain `sealtop` ran
     if a.record:  # a bad record target is refused before the engine or the console starts
         from engine.stream.recorder import RecordingError, check_target
 
