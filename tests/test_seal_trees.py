@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.circuit.native import poseidon_many_mont
 from engine.circuit.poseidon_params import poseidon_hash
 from engine.seal.commitments import comm_c, comm_d, comm_r, comm_r_last, zero_comm_d
 from engine.seal.fr32 import fr32_pad, fr32_pad_array, fr32_unpad, unpadded_size
@@ -27,6 +28,11 @@ from engine.seal.labels import (
     label_node,
     replica_id,
 )
+from engine.seal.poseidon_sparse import (
+    poseidon_sparse_mont,
+    sparse_constants,
+    sparse_hash_reference,
+)
 from engine.seal.registry import SEAL_PROOFS, by_size
 from engine.seal.trees import (
     POSEIDON,
@@ -38,6 +44,7 @@ from engine.seal.trees import (
     verify_proof,
 )
 from kernels.constants import R_MOD
+from kernels.cpu.convert import from_mont_fr, to_mont_fr
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -138,6 +145,23 @@ def test_poseidon_nodes_match_reference(arity: int) -> None:
     for g in range(3):
         want = poseidon_hash([to_int(rows[g * arity + i]) for i in range(arity)])
         assert to_int(out[g]) == want
+
+
+@pytest.mark.parametrize("arity", [2, 8, 11])
+def test_sparse_poseidon_is_neptunes(arity: int) -> None:
+    rng = np.random.default_rng()
+    rows = [[int.from_bytes(rng.bytes(32), "little") % R_MOD for _ in range(arity)] for _ in range(4)]
+    rows.append([0] * arity)
+    rows.append([R_MOD - 1] * arity)
+    want = [poseidon_hash(r) for r in rows]
+    assert [sparse_hash_reference(r) for r in rows] == want
+    mont = to_mont_fr([x for r in rows for x in r]).reshape(len(rows), arity, 4)
+    fast = poseidon_sparse_mont(mont)
+    assert from_mont_fr(fast) == want
+    assert np.array_equal(fast, poseidon_many_mont(mont))  # the plain numba batch
+    c = sparse_constants(arity)
+    assert len(c.partial_constants) == len(c.sparse_rows) == c.partial_rounds
+    assert all(col[0] == 0 for col in c.sparse_cols)
 
 
 def test_poseidon_refuses_non_field_nodes() -> None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange, uint32
 
-from engine.circuit.native import poseidon_many_mont
 from engine.circuit.poseidon_params import ARITIES
+from engine.seal.poseidon_sparse import poseidon_sparse_mont
 from kernels.cpu.fr import fr_from_mont, fr_to_mont
 
 NODE_BYTES = 32
@@ -261,7 +261,7 @@ def poseidon_mont_groups(mont: np.ndarray, arity: int) -> np.ndarray:
         raise ValueError(f"Poseidon arity {arity} is not one Filecoin uses here ({ARITIES})")
     if mont.shape[0] % arity:
         raise ValueError(f"{mont.shape[0]} elements do not split into groups of {arity}")
-    return poseidon_many_mont(mont.reshape(-1, arity, 4))
+    return poseidon_sparse_mont(mont.reshape(-1, arity, 4))
 
 
 def poseidon_nodes(nodes: np.ndarray, arity: int) -> np.ndarray:
