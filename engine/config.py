@@ -99,6 +99,17 @@ def format_size(n: int) -> str:
     return str(n)
 
 
+def default_param_cache() -> str:
+    """Where keys are cached when the config does not say: $XDG_CACHE_HOME/sealtop/params when
+    XDG_CACHE_HOME is set (an absolute path, as the XDG base directory spec requires: a relative
+    one is ignored), else ~/.cache/sealtop/params. Read when a config is made, so the engine's
+    worker processes use the path their parent chose."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return str(Path(xdg) / "sealtop" / "params")
+    return "~/.cache/sealtop/params"
+
+
 @dataclass
 class EngineConfig:
     """Every setting the engine reads. Knob fields (marked in KNOBS) may change while running."""
@@ -118,7 +129,7 @@ class EngineConfig:
     stall_after_s: float = 120.0
     stall_action: str = "report"
     numa_placement: str = "auto"
-    param_cache: str = "~/.cache/sealtop/params"
+    param_cache: str = field(default_factory=default_param_cache)
     damaged_key: str = "refuse"  # regenerate: run setup again over a key that fails its checksum
     sample_interval_s: float = 0.5
     preset: str = "chain-64"
