@@ -182,8 +182,10 @@ def _check_column(cp: ColumnProof, node: int, ctx: _Context, what: str) -> None:
         raise Rejected(f"{what}: column of node {col.index}, not node {node}")
     if len(col.rows) != ctx.proof.layers:
         raise Rejected(f"{what}: column has {len(col.rows)} rows, the sector {ctx.proof.layers} layers")
+    if cp.inclusion_proof.leaf != poseidon(col.rows, f"{what} column"):
+        raise Rejected(f"{what}: the column's hash is not its tree_c leaf")
     check_path(cp.inclusion_proof, ctx.shape, ctx.arities, node, ctx.comm_c,
-               poseidon(col.rows, f"{what} rows"), False, f"{what} tree_c path")
+               cp.inclusion_proof.leaf, False, f"{what} tree_c path")
 
 
 def verify_challenge(v: VanillaProof, node: int, parents: Sequence[int], ctx: _Context) -> None:
@@ -198,7 +200,7 @@ def verify_challenge(v: VanillaProof, node: int, parents: Sequence[int], ctx: _C
     check_path(v.comm_r_last_proof, ctx.shape, ctx.arities, node, ctx.comm_r_last,
                v.comm_r_last_proof.leaf, False, "comm_r_last path")
     rcp = v.replica_column_proofs
-    _check_column(rcp.c_x, node, ctx, "column")
+    _check_column(rcp.c_x, node, ctx, "challenged node")
     base, exp = parents[:proof.base_degree], parents[proof.base_degree:]
     if len(rcp.drg_parents) != len(base) or len(rcp.exp_parents) != len(exp):
         raise Rejected(f"{len(rcp.drg_parents)} base and {len(rcp.exp_parents)} expander parent "
@@ -268,8 +270,8 @@ def verify_c1(c1: C1Output, prover_id: bytes, sector_id: int) -> C1Verdict:
         raise ValueError(f"prover id must be 32 bytes, not {len(prover_id)}")
     replica_id = derive_replica_id(prover_id, sector_id, c1.ticket, c1.comm_d, proof.porep_id)
     if c1.replica_id != replica_id:
-        return C1Verdict((), "replica_id is not the one derived from the prover id, sector id, "
-                             "ticket, comm_d and porep id")
+        return C1Verdict((), "replica_id is not the one derived from the ticket, comm_d, prover id, "
+                             "sector id and porep id")
     if c1.comm_d == bytes(32) or c1.comm_r == bytes(32):
         return C1Verdict((), "an all-zero comm_d or comm_r")
     if c1.seed == bytes(32):
