@@ -24,6 +24,8 @@
 #                  SEALTOP_CUDA_DEFINES value; variants apart by spaces, defines within one by ";",
 #                  e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)")
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
+#   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
+#   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
@@ -97,6 +99,11 @@ for s in "$@"; do
           > "$work/variant_build_${v//[^A-Za-z0-9]/_}.txt" 2>&1 &)
       done ;;
     gpu_tests) step gpu_tests 420 python3 -m pytest -q -m gpu -p no:cacheprovider ;;
+    batch_tests) step batch_tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_batch.py \
+        tests/test_cuda_host_inverse.py tests/test_cuda_msm.py tests/test_cuda_prove.py ;;
+    compare_batch) wait "${peer_pid:-0}" 2>/dev/null
+      SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} step compare_batch 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
+        --out "$work/compare_batch.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "" --reps 5 ;;
     ff_probe) wait "${peer_pid:-0}" 2>/dev/null; step ff_probe 60 /tmp/peer/build/ff_probe ;;
     compare) wait "${peer_pid:-0}" 2>/dev/null
       step compare 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \

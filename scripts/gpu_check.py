@@ -14,7 +14,10 @@ run that starts with the previous run's cache skips the NVRTC compilations (minu
 --bench takes 'msm_g1=16,20,24 ntt=20,24' (log2 sizes per kernel); 'default' means the full set;
 'msm_g1_windows=24:16,18,20' times one size with several window widths, and
 'msm_g1_items=20:32,64' with several work-item lengths, 'msm_g1_unsorted=24' with the work
-items in their natural order, 'msm_g1_sortw=26:16,20' with the sort one window per grid row.
+items in their natural order, 'msm_g1_sortw=26:16,20' with the sort one window per grid row;
+'msm_g1_acc=xyzz,batch:24,27' times G1 (msm_g2_acc: G2) with each bucket accumulation at each
+size (one set of points, made once), and 'msm_g1_accw=batch:27:20,22' one accumulation with
+several windows.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ class Tee:
         self.f.flush()
 
 
+# (group, accumulation, log2 size, window or None) for the msm_g*_acc and msm_g*_accw specs
+ACC_RUNS: list[tuple[str, str, int, int | None]] = []
+
+
 def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[int]], dict[int, list[int]]]:
     from kernels.cuda.bench import DEFAULT_SIZES
 
@@ -57,7 +64,13 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
             sizes.update({k: list(v) for k, v in DEFAULT_SIZES.items()})
             continue
         k, _, v = tok.partition("=")
-        if k in ("msm_g1_windows", "msm_g1_items"):
+        if k in ("msm_g1_acc", "msm_g2_acc"):  # 'xyzz,batch:24,27'
+            modes, _, lgs = v.partition(":")
+            ACC_RUNS.extend((k[4:6], a, int(lg), None) for lg in lgs.split(",") for a in modes.split(","))
+        elif k in ("msm_g1_accw", "msm_g2_accw"):  # 'batch:27:20,22'
+            mode, lg, ws = v.split(":")
+            ACC_RUNS.extend((k[4:6], mode, int(lg), int(w)) for w in ws.split(","))
+        elif k in ("msm_g1_windows", "msm_g1_items"):
             lg, _, ws = v.partition(":")
             (windows if k == "msm_g1_windows" else items)[int(lg)] = [int(w) for w in ws.split(",")]
         elif k == "msm_g1_unsorted":  # work items in their natural order (msm.SORT_ITEMS off)
@@ -192,6 +205,23 @@ def main() -> int:
                     log(f"G1 MSM 2^{lg} {what}: {r['ms']:.2f} ms; window {r['window']}, {r['items']} items of {r['item_len']}; phases {r.get('phases_ms')}")
                     rows.append(r)
                     save()
+            for group in ("g1", "g2"):
+                runs = [r for r in ACC_RUNS if r[0] == group]
+                if not runs:
+                    continue
+                from kernels.cuda.bench import distinct_points_device
+
+                pts = distinct_points_device(group, 1 << max(r[2] for r in runs))
+                for _, acc, lg, w in runs:
+                    r = bench_msm(group, lg, args.repeat, window=w, points=pts, accumulate=acc)
+                    log(f"{group.upper()} MSM 2^{lg} {acc} window {r['window']}: {r['ms']:.2f} ms"
+                        + (f" (x{r['ratio']:.2f} sppark)" if r["ratio"] else "")
+                        + f"; {r['items']} items of {r['item_len']}, {r['slots']} slots a thread; phases {r.get('phases_ms')}")
+                    rows.append(r)
+                    results["bench"] = rows
+                    save()
+                del pts
+                cp.get_default_memory_pool().free_all_blocks()
             order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2") if k in sizes]
             for k in order:
                 got = device_bench([k], {k: sizes[k]}, args.repeat, log=log)

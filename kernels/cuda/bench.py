@@ -99,16 +99,18 @@ def _row(kernel: str, log_n: int, runs: list[float], extra: dict[str, Any] | Non
 
 
 def bench_msm(group: str, log_n: int, repeat: int, window: int | None = None, points: Any = None,
-              item_len: int | None = None) -> dict[str, Any]:
+              item_len: int | None = None, accumulate: str | None = None) -> dict[str, Any]:
     from kernels.cuda import msm
 
     n = 1 << log_n
     pts = points[:n] if points is not None else distinct_points_device(group, n)
     sc = random_fr_device(n)
-    runs = time_device(lambda: msm.msm(group, pts, sc, window=window, item_len=item_len), repeat)
+    runs = time_device(lambda: msm.msm(group, pts, sc, window=window, item_len=item_len, accumulate=accumulate), repeat)
     st = msm.MsmStats()
-    msm.msm(group, pts, sc, window=window, item_len=item_len, stats=st)  # one more run, with per-phase CUDA events
+    # one more run, with per-phase CUDA events
+    msm.msm(group, pts, sc, window=window, item_len=item_len, accumulate=accumulate, stats=st)
     return _row(f"msm_{group}", log_n, runs, {"window": st.window, "item_len": st.item_len, "items": st.items,
+                                               "accumulate": st.accumulate, "slots": st.slots,
                                                "phases_ms": {k: round(v, 3) for k, v in st.extra.items()}})
 
 

@@ -77,4 +77,11 @@ struct Fp2 {
         r.c1 = (c1 * t).neg();
         return r;
     }
+    HD Fp2 inv_fast() const {
+        Fp t = (c0.sqr() + c1.sqr()).inv_fast();
+        Fp2 r;
+        r.c0 = c0 * t;
+        r.c1 = (c1 * t).neg();
+        return r;
+    }
 };

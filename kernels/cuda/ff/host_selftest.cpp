@@ -13,6 +13,7 @@ static void binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, i
             case 2: r = x * y; break;
             case 3: r = x.sqr(); break;
             case 4: r = x.inv(); break;
+            case 6: r = x.inv_fast(); break;
             default: r = x.neg(); break;
         }
         r.store(out + i * F::WORDS);

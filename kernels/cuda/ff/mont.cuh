@@ -262,6 +262,26 @@ struct Mont {
         return r;
     }
 
+    // The same inverse with 4-bit windows of p - 2: a table of a^1 .. a^15, then four squarings
+    // and at most one product per window (Fp: 380 squarings and 106 products, against 384 and
+    // 229 above). For the batch-affine MSM, whose block step waits on one inversion.
+    HD_NOINLINE Mont inv_fast() const {
+        Mont tab[15];
+        tab[0] = *this;
+        for (int i = 1; i < 15; i++) tab[i] = tab[i - 1] * *this;
+        Mont r = one();
+        bool started = false;
+        for (int i = 32 * N / 4 - 1; i >= 0; i--) {
+            if (started) r = r.sqr().sqr().sqr().sqr();
+            const uint32_t nib = (P::mod_m2(i >> 3) >> (4 * (i & 7))) & 15u;
+            if (nib) {
+                r = started ? r * tab[nib - 1] : tab[nib - 1];
+                started = true;
+            }
+        }
+        return r;
+    }
+
     // a^e for a small exponent given as a 64-bit integer.
     HD Mont pow_u64(uint64_t e) const {
         Mont r = one();

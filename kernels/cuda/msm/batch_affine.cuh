@@ -127,7 +127,7 @@ __device__ __forceinline__ void accumulate_batch(const uint32_t* points, const u
             F c[PER_LANE];
             c[0] = F::load(prod + tid * W);
             UNROLL for (int i = 1; i < PER_LANE; i++) c[i] = c[i - 1] * F::load(prod + (tid + 32 * i) * W);
-            F inv = c[PER_LANE - 1].inv();
+            F inv = c[PER_LANE - 1].inv_fast();
             UNROLL for (int i = PER_LANE - 1; i >= 1; i--) {
                 const F t = inv * c[i - 1];
                 inv = inv * F::load(prod + (tid + 32 * i) * W);
