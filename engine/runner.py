@@ -154,6 +154,7 @@ def run_engine(
     ``verb`` names the command in its error lines (``sealtop: VERB: ...``)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
     from engine.pipeline.engine import Engine, EngineError, Job
+    from kernels.backend import BackendUnavailable, pick_backend
 
     def refuse(why: object) -> tuple[int, list[dict]]:  # bad input: one line, exit 2
         say(error_line(f"sealtop {verb}", str(why)))
@@ -164,7 +165,12 @@ def run_engine(
     try:
         if record is not None:
             check_target(record)
+        # the backend before the circuit: building a large preset takes minutes and writes GBs
+        # into the parameter cache, all for nothing on a machine the backend cannot run on
+        pick_backend(cfg.backend)
         resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
+    except BackendUnavailable as exc:
+        return refuse(f"backend = \"{cfg.backend}\" but {exc}")
     except (PresetError, RecordingError) as exc:
         return refuse(exc)
     note = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
