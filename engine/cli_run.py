@@ -19,7 +19,23 @@ def add_run(sub) -> None:
     p.add_argument("--record", default=None, metavar="FILE", help="record the session (.jsonl, or .jsonl.gz)")
     add_cluster_arg(p)
     add_watch_args(p)
+    p.add_argument("--metrics-linger", type=_seconds, default=None, metavar="S",
+                   help="with --metrics: once the run ends, keep serving /metrics until the next "
+                        "scrape has read the final counters, at most S seconds (default 30; 0 "
+                        "stops with the run)")
     p.set_defaults(func=_cmd_run)
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if math.isnan(v) or not 0 <= v <= 3600:
+        raise argparse.ArgumentTypeError(f"must be 0 to 3600 seconds, got {text}")
+    return v
 
 
 def add_watch_args(p: argparse.ArgumentParser) -> None:
@@ -36,7 +52,12 @@ def watch(args: argparse.Namespace):
         metrics = parse_address(args.metrics) if args.metrics is not None else None
     except AddressError as exc:
         raise CliError(str(exc)) from None
-    return Watch(metrics=metrics, attach=not args.no_attach)
+    linger = 0.0  # run's option; bench's variants stop at once
+    if metrics is not None and hasattr(args, "metrics_linger"):
+        from engine.exporter import DEFAULT_LINGER_S
+
+        linger = DEFAULT_LINGER_S if args.metrics_linger is None else args.metrics_linger
+    return Watch(metrics=metrics, attach=not args.no_attach, metrics_linger=linger)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

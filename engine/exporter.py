@@ -12,7 +12,9 @@ that NVML could not give (``None`` in the sample) is absent from the scrape, nev
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -177,6 +179,8 @@ class Exporter:
         for name in ("partition_workers", "gpu_channel_capacity"):
             if isinstance(cfg.get(name), int):
                 self.gauges.set("sealtop_knob_value", cfg[name], name)
+        # an engine starts running: paused reads 0 from the first scrape, not only after a pause
+        self.gauges.set("sealtop_knob_value", 0, "paused")
         self._set_budget(cfg.get("memory_budget"))
 
     def _job_submitted(self, e: dict[str, Any], change: object) -> None:
@@ -269,10 +273,39 @@ _HANDLERS: dict[str, Callable[[Exporter, dict[str, Any], object], None]] = {
 }
 
 
+# How long `run --metrics` keeps serving once the run has ended, by default: until the next
+# scrape, at most this long. Two 15 s scrape intervals, so a scrape lands within it.
+DEFAULT_LINGER_S = 30.0
+SERVED_AFTER_S = 0.5  # the scrape's reply is written after its collect: let it go out
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Scrapes:
+    """A collector that yields nothing and counts the scrapes that read the registry."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def describe(self) -> list[Any]:
+        return []  # registering it must not count as a scrape
+
+    def collect(self) -> Iterator[Any]:
+        with self.changed:
+            self.count += 1
+            self.changed.notify_all()
+        return iter(())
+
+
 class MetricsServer:
     """/metrics over HTTP for one registry, in a daemon thread, until ``close``."""
 
     def __init__(self, exporter: Exporter, address: Address) -> None:
+        self.scrapes = _Scrapes()
+        exporter.registry.register(self.scrapes)
         try:
             self._server, self._thread = start_http_server(
                 address.port, addr=address.host, registry=exporter.registry)
@@ -284,6 +317,29 @@ class MetricsServer:
     def url(self) -> str:
         host = f"[{self.address.host}]" if ":" in self.address.host else self.address.host
         return f"http://{host}:{self.address.port}/metrics"
+
+    def linger(self, seconds: float, tell: Callable[[str], None] = _stderr) -> bool:
+        """Keep serving after the run ended until one more scrape has read the final counters,
+        at most ``seconds``: a server that stopped with the run left the last scrape before
+        its end as the run's last word. True when a scrape came; Ctrl-C ends the wait."""
+        if seconds <= 0:
+            return False
+        with self.scrapes.changed:
+            seen = self.scrapes.count
+        tell(f"metrics: the run has ended; {self.url} serves its final counters until the next "
+             f"scrape, at most {seconds:g} s (--metrics-linger 0 stops at once, Ctrl-C now)")
+        deadline = time.monotonic() + seconds
+        try:
+            with self.scrapes.changed:
+                while self.scrapes.count == seen:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self.scrapes.changed.wait(min(left, 0.5))
+            time.sleep(SERVED_AFTER_S)
+        except KeyboardInterrupt:
+            return False
+        return True
 
     def close(self) -> None:
         self._server.shutdown()

@@ -64,6 +64,7 @@ class Watch:
 
     metrics: Address | None = None
     attach: bool = False
+    metrics_linger: float = 0.0  # s /metrics stays up after the run, until a scrape (headless run)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Watchers:
     metrics: MetricsServer | None = None
     attach: AttachServer | None = None
     lines: list[str] = field(default_factory=list)  # what to tell the operator
+    linger_s: float = 0.0  # see Watch.metrics_linger
 
     def sinks(self) -> list[tuple[str, Take]]:
         """(name, take) for the tap; both essential: a scrape's counters and a late console's
@@ -84,7 +86,11 @@ class Watchers:
         return out
 
     def close(self) -> None:
+        from engine import signals
+
         if self.metrics is not None:
+            if self.linger_s > 0 and not signals.received():  # an interrupted run stops now
+                self.metrics.linger(self.linger_s)
             self.metrics.close()
             self.metrics = None
         if self.attach is not None:
@@ -110,7 +116,7 @@ def start_watchers(engine: Controllable, watch: Watch, cfg: Any = None) -> Watch
     """Start what was asked for (``cfg``: the running config, for jobs an attached console
     submits); raises engine.exporter.AddressError (one line) when the metrics address cannot be
     bound, having started nothing."""
-    w = Watchers()
+    w = Watchers(linger_s=watch.metrics_linger)
     if watch.metrics is not None:
         from engine.exporter import Exporter, MetricsServer
 
