@@ -399,3 +399,23 @@ def test_comm_r_and_the_sector_commitments() -> None:
     assert to_int(crl) == naive_poseidon_root([to_int(x) for x in replica], *proof.tree_arities)
     assert to_int(comm_r(cc, crl)) == poseidon_hash([to_int(cc), to_int(crl)])
     assert comm_r(cc, crl) != comm_r(crl, cc)
+
+
+# ---- larger sectors (slow) --------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_8mib_labels_match_the_rule() -> None:
+    proof = by_size(8 * MIB)
+    parents = sdr_parents(proof)
+    rid = trunc(os.urandom(32))
+    labels = label_layers(proof, rid, parents)
+    rng = np.random.default_rng()
+    for layer in (1, 2):
+        for v in [1, proof.nodes - 1, *rng.integers(2, proof.nodes - 1, 20).tolist()]:
+            assert bytes(labels[layer - 1, v]) == rule_label(rid, layer, int(v), labels, parents)
+
+
+@pytest.mark.slow
+def test_zero_512mib_comm_d_is_published() -> None:
+    nodes = fr32_pad_array(np.zeros(unpadded_size(512 * MIB), np.uint8))
+    assert comm_d(nodes).hex() == PUBLISHED_ZERO_COMM_D[512 * MIB]

@@ -67,7 +67,8 @@ def main(argv: list[str]) -> int:
         proof = by_size(_SIZES[name])
         t = time_phases(proof)
         row = "  ".join(f"{k} {v:.3f}" for k, v in t.items())
-        print(f"{proof.name} ({os.cpu_count()} CPUs): {row}  total {sum(t.values()):.2f} s")
+        load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"{proof.name} ({os.cpu_count()} CPUs, load {load}): {row}  total {sum(t.values()):.2f} s")
     return 0
 
 
