@@ -127,7 +127,7 @@ def test_run_with_metrics_serves_them_and_offers_its_socket(params: Path, tmp_pa
     env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "engine", "run", "--config", str(cfg), "--jobs", "3",
-         "--metrics", "127.0.0.1:0"],
+         "--metrics", "127.0.0.1:0", "--metrics-linger", "0"],  # nothing scrapes it after the end
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     url = sock = None
     assert proc.stderr is not None
