@@ -27,18 +27,29 @@ T = TypeVar("T")
 _SIZES = {"2KiB": 2 * KIB, "8MiB": 8 << 20, "512MiB": 512 << 20, "32GiB": 32 << 30, "64GiB": 64 << 30}
 
 
-def _timed(out: dict[str, float], name: str, fn: Callable[[], T]) -> T:
+class _Phases(dict[str, float]):
+    """Seconds per phase, in order; ``report`` hears each phase as it ends."""
+
+    def __init__(self, report: Callable[[str, float], None] | None) -> None:
+        super().__init__()
+        self.report = report
+
+
+def _timed(out: _Phases, name: str, fn: Callable[[], T]) -> T:
     t0 = time.perf_counter()
     value = fn()
     out[name] = time.perf_counter() - t0
+    if out.report is not None:
+        out.report(name, out[name])
     return value
 
 
-def time_phases(proof: SealProof) -> dict[str, float]:
-    """Seconds per phase of sealing one random sector as ``proof`` (precommit 1 and 2)."""
+def time_phases(proof: SealProof, report: Callable[[str, float], None] | None = None) -> dict[str, float]:
+    """Seconds per phase of sealing one random sector as ``proof`` (precommit 1 and 2);
+    ``report`` is called with each phase's name and seconds as it ends."""
     from engine.seal.graph import sdr_parents
 
-    t: dict[str, float] = {}
+    t = _Phases(report)
     raw = np.frombuffer(os.urandom(unpadded_size(proof.sector_size)), np.uint8)
     parents = _timed(t, "parents", lambda: sdr_parents(proof))
     nodes = _timed(t, "fr32", lambda: fr32_pad_array(raw))
@@ -65,7 +76,8 @@ def main(argv: list[str]) -> int:
     print(f"warm-up 2KiB (numba cache load): {sum(warm.values()):.2f} s")
     for name in names:
         proof = by_size(_SIZES[name])
-        t = time_phases(proof)
+        big = proof.sector_size >= 512 << 20
+        t = time_phases(proof, (lambda k, v: print(f"  {k}: {v:.2f} s", flush=True)) if big else None)
         row = "  ".join(f"{k} {v:.3f}" for k, v in t.items())
         load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"{proof.name} ({os.cpu_count()} CPUs, load {load}): {row}  total {sum(t.values()):.2f} s")
