@@ -308,3 +308,43 @@ def test_seal_8mib_then_verify(tmp_path: Path) -> None:
     assert res.stdout.startswith("partition 0: ok (2 challenges)")
     res = run_cli(["verify", "--c1", "c1.json", "--prover-id", "11" * 32, "--sector-id", "9"], tmp_path)
     assert res.returncode == 1 and "replica_id" in res.stderr
+
+
+@pytest.mark.parametrize(("shape", "leaves"), [((8, 0, 0), 64), ((8, 8, 0), 512), ((8, 8, 2), 1024)])
+def test_compound_paths_check_as_filecoin_splits_them(shape: tuple[int, int, int], leaves: int) -> None:
+    """Single, Sub and Top proofs (the 32 GiB and 64 GiB shapes, in small): a true path passes
+    with its node; a wrong node, a changed sibling or a Single-shaped copy of a Sub path fail."""
+    from dataclasses import replace
+
+    from engine.seal import trees
+    from engine.seal.vanilla import SINGLE, SUB, TOP, PathElement, merkle_proof
+    from engine.seal.vanilla_verify import Rejected, check_path
+
+    rows = np.frombuffer(b"".join(secrets.token_bytes(31) + b"\x00" for _ in range(leaves)), np.uint8)
+    tree = trees.poseidon_tree(rows.reshape(leaves, 32), shape)
+    node = RNG.randrange(leaves)
+    p = merkle_proof(tree.path(node), tree.root, bytes(rows[32 * node:32 * node + 32]), shape)
+    want = TOP if shape[2] else SUB if shape[1] else SINGLE
+    assert p.shape == want and p.path_index(shape) == node
+    arities = list(tree.arities)
+    check_path(p, want, arities, node, tree.root, p.leaf, False, "path")
+    with pytest.raises(Rejected, match="not node"):
+        check_path(p, want, arities, (node + 1) % leaves, tree.root, p.leaf, False, "path")
+    levels = list(p.base)
+    el = levels[0]
+    levels[0] = PathElement((bytes(32),) + el.hashes[1:], el.index)
+    with pytest.raises(Rejected, match="does not hash to the root"):
+        check_path(replace(p, base=tuple(levels)), want, arities, node, tree.root, p.leaf, False, "path")
+    if want != SINGLE:
+        flat = replace(p, shape=SINGLE, base=p.levels(), sub=(), top=())
+        with pytest.raises(Rejected, match="needs"):
+            check_path(flat, want, arities, node, tree.root, p.leaf, False, "path")
+
+
+def test_tree_shapes_of_every_registered_size() -> None:
+    from engine.seal.vanilla_verify import tree_shape
+
+    assert tree_shape(seal_proof("StackedDrg2KiBV1_1")) == ("Single", [8, 8])
+    assert tree_shape(seal_proof("StackedDrg512MiBV1_1")) == ("Single", [8] * 8)
+    assert tree_shape(seal_proof("StackedDrg32GiBV1_1")) == ("Sub", [8] * 9 + [8])
+    assert tree_shape(seal_proof("StackedDrg64GiBV1")) == ("Top", [8] * 9 + [8, 2])
