@@ -69,8 +69,10 @@ def build_attach_app(argv: list[str]) -> Any:
         RemoteEngine(path).stop()  # reach it now, so a dead socket is one line, not a notice
     except AttachError as exc:
         raise ValueError(str(exc)) from None
-    return SealtopApp("live", engine_factory=lambda: RemoteEngine(path), readonly=not a.control,
-                      refresh=a.refresh, theme=a.theme, autofeed=0)
+    app = SealtopApp("live", engine_factory=lambda: RemoteEngine(path), readonly=not a.control,
+                     refresh=a.refresh, theme=a.theme, autofeed=0)
+    app.attached_to = str(path)  # a read-only console's notice says how to get one that tunes
+    return app
 
 
 def serve(argv: list[str]) -> int:

@@ -42,3 +42,47 @@ async def test_a_cut_recordings_warning_keeps_the_replay_on_an_80x24_screen(tmp_
         assert "paused" in lines[22] and "5.70 / 5.70 s" in lines[22]  # the replay bar
         toasts = [n.message for n in app._notifications]
         assert session.warnings[0] in toasts, toasts
+
+
+TUNING_KEYS = ["W", "w", "C", "c", "M", "m", "p", "n", "a", "ctrl+s"]
+
+
+@pytest.mark.parametrize("attached", [False, True])
+async def test_a_tuning_key_in_a_read_only_console_says_why_nothing_happened(attached):
+    """W (and every tuning key) in a read-only console is hidden from the footer and does
+    nothing to the engine; the operator is told why, and how to get a console that tunes."""
+    import random
+
+    from app_pilot import wait_for
+    from test_app_fakes import FakeEngine
+
+    eng = FakeEngine()
+    app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0, readonly=True)
+    if attached:
+        app.attached_to = "/run/user/0/sealtop/engine.sock"
+    key = random.choice(TUNING_KEYS)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.engine is not None and app.state.started)
+        await pilot.press(key)
+        await wait_for(pilot, lambda: len(app._notifications) > 0)
+        said = [n.message for n in app._notifications]
+        assert said[-1].startswith(f"read-only console: {key} changes nothing here")
+        assert ("attach --control" in said[-1]) == attached
+        assert ("without --readonly" in said[-1]) == (not attached)
+        assert eng.knobs["partition_workers"] == 2 and not eng.paused and not eng.submitted
+        await pilot.press("o")  # a key that is not tuning says nothing of the kind
+        await pilot.pause(0.2)
+        assert len([n for n in app._notifications if "read-only" in n.message]) == 1
+
+
+async def test_a_console_that_tunes_says_no_read_only_notice():
+    from app_pilot import wait_for
+    from test_app_fakes import FakeEngine
+
+    eng = FakeEngine()
+    app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.engine is not None and app.state.started)
+        await pilot.press("W")
+        await wait_for(pilot, lambda: eng.knobs["partition_workers"] == 3)
+        assert not any("read-only" in n.message for n in app._notifications)

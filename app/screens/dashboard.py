@@ -31,6 +31,14 @@ PANELS = {1: ("pipeline", "pipeline"), 2: ("gpu", "GPU"), 3: ("memory", "memory"
 
 
 
+def read_only_notice(app: Any, key: str) -> str:
+    """Why a tuning key did nothing in a read-only console, and how to get one that tunes."""
+    attached = bool(app.__dict__.get("attached_to"))  # set by `sealtop attach` (app/serve.py)
+    how = ("`sealtop attach --control` or `sealtop serve --allow-control` lets a console tune "
+           "this engine" if attached else "start the console without --readonly to tune")
+    return f"read-only console: {key} changes nothing here ({how})"
+
+
 def _max_bindings() -> list[Binding]:
     return [
         Binding(str(n), f"maximize({n})", f"Maximize panel {n} ({title})", show=False,
@@ -137,6 +145,19 @@ class DashboardScreen(Screen):
             table.border_title = title
 
     # ---- availability ---------------------------------------------------------------------
+
+    TUNING = frozenset({"knob", "pause", "submit", "save_config", "autofeed"})
+
+    def on_key(self, event: Any) -> None:
+        """A tuning key in a read-only console is not offered (hidden from the footer and
+        help), so its binding never runs: say why nothing happened instead of ignoring it."""
+        if self.app.mode != "live" or not getattr(self.app, "readonly", False):
+            return
+        for binding in self._bindings.key_to_bindings.get(event.key, []):
+            name = binding.action.removeprefix("app.").split("(", 1)[0]
+            if binding.action.startswith("app.") and name in self.TUNING:
+                self.notify(read_only_notice(self.app, event.key), severity="warning", timeout=4)
+                return
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         """The screen's own actions are always there; an ``app.`` action is the app's to say
