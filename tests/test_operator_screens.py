@@ -86,3 +86,34 @@ async def test_a_console_that_tunes_says_no_read_only_notice():
         await pilot.press("W")
         await wait_for(pilot, lambda: eng.knobs["partition_workers"] == 3)
         assert not any("read-only" in n.message for n in app._notifications)
+
+
+@pytest.mark.parametrize("where", ["dashboard", "prompt", "help", "detail", "filter"])
+async def test_ctrl_c_quits_from_every_screen_as_an_interrupt(where):
+    """ctrl+c quits (the normal quit, exit status 130 as an interrupt) wherever the operator
+    is, instead of Textual's 'press q to quit' hint; the help lists it."""
+    from app_pilot import wait_for
+
+    from app.screens.help import HelpScreen, binding_rows
+    from app.screens.prompt import PromptScreen
+
+    app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await redrawn(pilot, app)
+        rows = binding_rows(app, app.screen)
+        assert any(keys in ("ctrl+c", "^c") and "Quit" in desc and "130" in desc
+                   for _, keys, desc, _ in rows), rows
+        opened = {"prompt": "g", "help": "question_mark", "detail": "enter", "filter": "slash"}
+        if where in opened:
+            before = app.screen
+            await pilot.press(opened[where])
+            await wait_for(pilot, lambda: app.screen is not before or app.screen.focused is not
+                           None and type(app.screen.focused).__name__ == "Input")
+            if where == "prompt":
+                assert isinstance(app.screen, PromptScreen)
+            if where == "help":
+                assert isinstance(app.screen, HelpScreen)
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: app.return_code is not None)
+        assert not any("quit" in str(n.message).lower() for n in app._notifications)
+    assert app.return_code == 130

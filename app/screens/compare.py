@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
 from app.state import DashboardState, fmt_bytes, fmt_ms
 from app.widgets.render import Palette
 from engine.stream.schema import TIMER_KEYS
@@ -103,11 +104,11 @@ def knob_line(s: DashboardState) -> str:
     return "  ".join(f"{k}={c.get(k)}" for k in keys if k in c)
 
 
-class CompareScreen(Screen):
+class CompareScreen(CtrlCQuits, Screen):
     """The compare mode's only screen."""
 
     HELP_SECTION = "compare"
-    BINDINGS = [Binding("s", "swap", "Swap A and B", id="compare-swap")]
+    BINDINGS = [Binding("s", "swap", "Swap A and B", id="compare-swap"), ctrl_c_binding()]
 
     def __init__(self, a: DashboardState, b: DashboardState, name_a: str, name_b: str) -> None:
         super().__init__()

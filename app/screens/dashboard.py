@@ -16,6 +16,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
 from app.state import DashboardState
 from app.widgets.eventlog import EventLog
 from app.widgets.gpu import GpuPanel
@@ -47,7 +48,7 @@ def _max_bindings() -> list[Binding]:
     ]
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(CtrlCQuits, Screen):
     """The main screen of live and replay modes."""
 
     HELP_SECTION = "dashboard"
@@ -56,6 +57,7 @@ class DashboardScreen(Screen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]
     BINDINGS = [
         *_max_bindings(),
+        ctrl_c_binding(),
         Binding("escape", "restore", "Restore panels / clear filter", show=False, id="restore"),
         Binding("slash", "filter", "Filter", tooltip="Filter proofs (or search the log where it has focus)", id="filter"),
         Binding("o", "sort_next", "Sort", tooltip="Sort by the next column", id="sort-next"),

@@ -11,17 +11,19 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
 from app.state import DashboardState, fmt_bytes
 from app.widgets.gantt import gantt, kernel_split, layered_timers
 from app.widgets.render import Palette
 
 
-class DetailScreen(Screen):
+class DetailScreen(CtrlCQuits, Screen):
     """Follows the live (or replayed) state: a proof still running keeps growing."""
 
     HELP_SECTION = "proof detail"
     BINDINGS = [
         Binding("escape,backspace", "back", "Back to dashboard", id="detail-back"),
+        ctrl_c_binding(),
         Binding("left,comma", "other(-1)", "Previous proof", id="detail-prev"),
         Binding("right,full_stop", "other(1)", "Next proof", id="detail-next"),
     ]

@@ -17,6 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
+
 
 def binding_rows(app, screen: Screen | None) -> list[tuple[str, str, str, str]]:
     """(section, keys, description, availability) for each of our bindings, de-duplicated.
@@ -69,11 +71,12 @@ def binding_rows(app, screen: Screen | None) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(CtrlCQuits, ModalScreen[None]):
     """A modal listing every binding; any of escape, q, ? or F1 closes it."""
 
     BINDINGS = [
         Binding("escape,q,question_mark,f1", "dismiss_help", "Close help", id="help-close"),
+        ctrl_c_binding(),
     ]
 
     def __init__(self, over: Screen | None) -> None:

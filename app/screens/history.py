@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from app.history import LOCAL, HostHistory
+from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
 from app.state import ALL_STAGES, fmt_bytes
 from app.widgets.render import Palette, spark
 
@@ -61,12 +62,13 @@ def history_view(histories: dict[str, HostHistory], host: str, width: int, pal: 
     return Group(*parts)
 
 
-class HistoryScreen(Screen):
+class HistoryScreen(CtrlCQuits, Screen):
     """The history of one host; Escape goes back."""
 
     HELP_SECTION = "history"
     BINDINGS = [
         Binding("escape,backspace,h", "back", "Back", tooltip="Back to the dashboard", id="history-back"),
+        ctrl_c_binding(),
         Binding("left", "host(-1)", "Host", tooltip="Previous host", id="history-prev"),
         Binding("right", "host(1)", "Host", tooltip="Next host", show=False, id="history-next"),
     ]

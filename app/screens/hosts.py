@@ -26,6 +26,7 @@ from textual.widgets import Static
 
 from app.cluster_source import FarmFold
 from app.screens.dashboard import DashboardScreen
+from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
 from app.state import DashboardState, budget_bytes, fmt_bytes
 from app.widgets.eventlog import EventLog
 from app.widgets.hosts import farm_line, hosts_table
@@ -109,7 +110,7 @@ def pause_hosts(app: Any, fold: FarmFold, hosts: list[str]) -> None:
 # ---- the hosts view ---------------------------------------------------------------------------
 
 
-class HostsScreen(Screen):
+class HostsScreen(CtrlCQuits, Screen):
     """One row per farm host; up/down choose one (the marked row), enter opens its dashboard."""
 
     HELP_SECTION = "hosts"
@@ -121,6 +122,7 @@ class HostsScreen(Screen):
     """
     BINDINGS = [
         Binding("escape,backspace", "back", "Back", id="hosts-back"),
+        ctrl_c_binding(),
         Binding("up", "move(-1)", "Previous host", id="hosts-up"),
         Binding("down", "move(1)", "Next host", id="hosts-down"),
         Binding("enter", "drill", "Host dashboard", tooltip="The chosen host's dashboard",

@@ -8,11 +8,13 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
 
-class PromptScreen(ModalScreen[str | None]):
+
+class PromptScreen(CtrlCQuits, ModalScreen[str | None]):
     """Asks for one value; dismisses with the text, or None on escape."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt-cancel"), ctrl_c_binding()]
 
     def __init__(self, question: str, placeholder: str = "", value: str = "") -> None:
         super().__init__()
