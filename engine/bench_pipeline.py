@@ -9,6 +9,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -206,6 +209,47 @@ def _row(label: str, over: dict[str, Any], code: int, events: list[dict],
     }
 
 
+class _SaidJobs:
+    """The run's progress output (stderr), noting which jobs' end lines have gone out.
+
+    Progress lines are printed by their own sink thread, behind the stream; a variant's header,
+    printed by the plan once the engine is idle, came before the previous variant's last lines
+    and so sat above them. The plan waits here until every job of the previous stretch has had
+    its line, so each line is under its own variant's header."""
+
+    JOB_LINE = re.compile(r"^\[\s*[0-9.]+s\] job (\d+) ")
+    WAIT_S = 30.0  # at most: a job that ends without a line (cancelled) must not hold the run
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self._said: set[int] = set()
+        self._cond = threading.Condition()
+
+    def write(self, text: str) -> int:
+        n = self.out.write(text)
+        for line in text.splitlines():
+            m = self.JOB_LINE.match(line)
+            if m:
+                with self._cond:
+                    self._said.add(int(m.group(1)))
+                    self._cond.notify_all()
+        return n
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def wait_for(self, jobs: list[int]) -> bool:
+        """Until every job of ``jobs`` has had its line (True), or WAIT_S has passed."""
+        deadline = time.monotonic() + self.WAIT_S
+        with self._cond:
+            while not self._said.issuperset(jobs):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.5))
+        return True
+
+
 def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
                            ) -> tuple[int, list[dict]]:
     """Every variant in one engine that keeps its keys: before each variant's jobs the live
@@ -232,16 +276,18 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
         say(error_line(f"sealtop {VERB}", str(exc)))
         return 2, []
     owned: list[tuple[str, dict[str, Any], list[int]]] = []
+    progress = _SaidJobs(sys.stderr)
 
     def plan(eng: Any) -> None:
         say("--- warm-up: one job makes or loads the keys and warms the provers (not a row)")
-        eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed))
+        ids = [eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed))]
         while not eng.wait_idle(0.5):
             pass
         seed = cfg.seed + 1
         for label, over in variants:
             if signals.received():
                 break
+            progress.wait_for(ids)  # the last stretch's lines go out above this header
             say(f"--- {label} (same engine)")
             for name, value in over.items():
                 (eng.set_knob if name in KNOBS else eng.set_policy)(name, value, "config")
@@ -251,8 +297,8 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
             while not eng.wait_idle(0.5):
                 pass
 
-    code, events = run_engine(cfg, 1 + b.jobs * len(variants), b.record, watch=b.watch, plan=plan,
-                              verb=VERB)
+    code, events = run_engine(cfg, 1 + b.jobs * len(variants), b.record, progress=progress,  # type: ignore[arg-type]
+                              watch=b.watch, plan=plan, verb=VERB)
     start = [e for e in events if e["kind"] == "session_start"]
     rows: list[dict[str, Any]] = []
     warm = min((e["job"] for e in events if e["kind"] == "job_submitted"), default=None)
