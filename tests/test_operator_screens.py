@@ -117,3 +117,55 @@ async def test_ctrl_c_quits_from_every_screen_as_an_interrupt(where):
         await wait_for(pilot, lambda: app.return_code is not None)
         assert not any("quit" in str(n.message).lower() for n in app._notifications)
     assert app.return_code == 130
+
+
+def _table_text(renderable, width: int) -> str:
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=open("/dev/null", "w"), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_compare_shows_counts_as_integers(width):
+    """Proofs verified, failed and the partitions holding a, b, c are counts: shown as 7 and
+    +1, never 7.0 and +1.0, at any width."""
+
+    from app.screens.compare import compare_table
+    from app.state import reduce
+    from app.widgets.render import Palette
+
+    a = reduce(load_session(FIXTURE).events)
+    b = reduce(load_session(DATA / "session_fixture_b.jsonl").events)
+    text = _table_text(compare_table(a, b, "a", "b", Palette(), width), width)
+    counts = {"proofs verified": (a.proofs_verified, b.proofs_verified),
+              "proofs failed ✗": (a.proofs_failed, b.proofs_failed),
+              "max partitions holding a,b,c": (a.max_holding, b.max_holding)}
+    for metric, (va, vb) in counts.items():
+        row = next(ln for ln in text.splitlines() if ln.lstrip().startswith(metric))
+        numbers = row.split(metric, 1)[1].split()
+        assert numbers[:3] == [str(va), str(vb), f"{vb - va:+d}"], row
+
+
+def test_history_names_its_graph_tops_and_counts_partitions_in_integers():
+    """Each graph says its latest value and what its top is: GPU busy a fixed 0-100 % scale,
+    the others their maximum over the kept points (named max, not 'top'); partitions in a
+    stage are whole numbers."""
+    from app.screens.history import history_view
+    from app.state import reduce
+    from app.widgets.render import Palette
+
+    state = reduce(load_session(FIXTURE).events)
+    text = _table_text(history_view(state.history, "", 80, Palette()), 80)
+    lines = text.splitlines()
+    assert " top " not in text
+    gpu = next(ln for ln in lines if ln.startswith(" GPU busy"))
+    assert "scale 0–100 %" in gpu and "latest " in gpu
+    h = state.history[""]
+    stage_lines = [ln for ln in lines if "(partitions)" in ln]
+    assert stage_lines
+    for ln in stage_lines:
+        stage = ln.split("(partitions)")[0].strip().replace(" ", "_")
+        values = h.series(stage)
+        assert ln.rstrip().endswith(f"latest {round(values[-1])}  max {round(max(values))}"), ln

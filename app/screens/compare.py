@@ -23,7 +23,8 @@ HIGHER_IS_BETTER = {"throughput (proofs/min)", "proofs verified"}
 
 
 def compare_rows(a: DashboardState, b: DashboardState) -> list[tuple[str, float | None, float | None, str]]:
-    """(metric, A, B, unit) for every compared quantity; unit is ms, bytes, or '' for counts."""
+    """(metric, A, B, unit) for every compared quantity; unit is ms, bytes, count (an integer
+    wherever shown), or '' for a rate or a time."""
     ma, mb = a.stage_mean_ms(), b.stage_mean_ms()
     rows: list[tuple[str, float | None, float | None, str]] = []
     for k in TIMER_KEYS:
@@ -33,9 +34,9 @@ def compare_rows(a: DashboardState, b: DashboardState) -> list[tuple[str, float 
         ("proof total (mean ms)", a.mean_total_ms(), b.mean_total_ms(), "ms"),
         ("throughput (proofs/min)", a.overall_throughput(), b.overall_throughput(), ""),
         ("peak memory", float(a.mem_peak), float(b.mem_peak), "bytes"),
-        ("max partitions holding a,b,c", float(a.max_holding), float(b.max_holding), ""),
-        ("proofs verified", float(a.proofs_verified), float(b.proofs_verified), ""),
-        ("proofs failed ✗", float(a.proofs_failed), float(b.proofs_failed), ""),
+        ("max partitions holding a,b,c", float(a.max_holding), float(b.max_holding), "count"),
+        ("proofs verified", float(a.proofs_verified), float(b.proofs_verified), "count"),
+        ("proofs failed ✗", float(a.proofs_failed), float(b.proofs_failed), "count"),
         ("session length (s)", a.t, b.t, ""),
     ]
     return rows
@@ -48,6 +49,8 @@ def _fmt(v: float | None, unit: str) -> str:
         return fmt_ms(v)
     if unit == "bytes":
         return fmt_bytes(v)
+    if unit == "count":
+        return f"{round(v)}"
     return f"{v:.1f}" if v != int(v) else f"{int(v)}"
 
 
@@ -81,6 +84,8 @@ def compare_table(a: DashboardState, b: DashboardState, name_a: str, name_b: str
             style = "" if better is None else (pal.ok if better else pal.bad)
             if unit == "bytes":
                 dtxt = ("+" if d >= 0 else "−") + fmt_bytes(abs(d))
+            elif unit == "count":  # "+2", not "+2.0"
+                dtxt = f"{round(d):+d}"
             else:
                 dtxt = f"{d:+.1f}"
             ptxt = f"{pct:+.1f}%" if pct is not None else "–"

@@ -1,8 +1,9 @@
 """History: the last hour of one host, as graphs (throughput, GPU busy, memory, stage counts).
 
 Drawn from the reducer's per-host ring buffers (app/history.py), so a replay shows the history
-the live run had; left/right switch host where a farm has several. Each graph is a sparkline of
-two rows scaled to its own peak, labelled with that peak and the span it covers.
+the live run had; left/right switch host where a farm has several. Each graph is a sparkline
+labelled with its latest value and its top: GPU busy on a fixed 0-100 % scale, every other graph
+scaled to its own maximum over the kept points (named "max").
 """
 
 from __future__ import annotations
@@ -26,16 +27,27 @@ GRAPHS = [("throughput", "throughput (proofs/min, 60 s window)"), ("gpu_busy", "
           ("mem_bytes", "memory (RSS + shm)")]
 
 
+def _value(name: str, v: float) -> str:
+    """A graph's value as its kind reads: bytes, a whole count of partitions, a rate or %."""
+    if name == "mem_bytes":
+        return fmt_bytes(v)
+    if name in ALL_STAGES:
+        return f"{round(v)}"
+    return f"{v:.1f}"
+
+
 def graph(h: HostHistory, name: str, label: str, width: int, pal: Palette, style: str) -> Text:
-    """One graph: its label and peak on a line, then the sparkline across the width."""
+    """One graph: its label, the latest value and what the graph's top stands for on a line,
+    then the sparkline across the width. GPU busy is drawn on a fixed 0-100 % scale; every
+    other graph is scaled to its own maximum over the points kept, which it names."""
     values = h.series(name)
-    hi = 100.0 if name == "gpu_busy" else (max(values) if values else 0.0)
-    peak = fmt_bytes(hi) if name == "mem_bytes" else f"{hi:.1f}"
+    fixed = name == "gpu_busy"
+    hi = 100.0 if fixed else (max(values) if values else 0.0)
     now = values[-1] if values else 0.0
-    cur = fmt_bytes(now) if name == "mem_bytes" else f"{now:.1f}"
     out = Text(no_wrap=True, overflow="crop")
     out.append(f" {label}", style="bold")
-    out.append(f"  now {cur}  top {peak}\n", style=pal.dim)
+    scale = "scale 0–100 %" if fixed else f"max {_value(name, hi)}"
+    out.append(f"  latest {_value(name, now)}  {scale}\n", style=pal.dim)
     out.append(" " + spark(values, width - 2, hi=hi or None), style=style)
     return out
 
