@@ -25,6 +25,7 @@
 #                  e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)")
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
+#   variant_tests  tests/test_cuda_msm_batch.py under each build variant in $VARIANTS
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
@@ -94,9 +95,11 @@ for s in "$@"; do
       ) > "$work/peer_build.txt" 2>&1 &
       peer_pid=$! ;;
     variants_build) for v in ${VARIANTS:-}; do
-        (SEALTOP_CUDA_DEFINES="$v" timeout 400 python3 -c \
-          "import time; t=time.time(); from kernels.cuda.module import module; module('msm_g1'); print(f'variant $v compiled in {time.time()-t:.1f} s')" \
-          > "$work/variant_build_${v//[^A-Za-z0-9]/_}.txt" 2>&1 &)
+        for mod in msm_g1 ${VARIANT_MODULES:-}; do
+          (SEALTOP_CUDA_DEFINES="$v" timeout 400 python3 -c \
+            "import time; t=time.time(); from kernels.cuda.module import module; module('$mod'); print(f'variant $v $mod compiled in {time.time()-t:.1f} s')" \
+            > "$work/variant_build_${mod}_${v//[^A-Za-z0-9]/_}.txt" 2>&1 &)
+        done
       done ;;
     gpu_tests) step gpu_tests 420 python3 -m pytest -q -m gpu -p no:cacheprovider ;;
     batch_tests) step batch_tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_batch.py \
@@ -113,6 +116,10 @@ for s in "$@"; do
         step "variant_${v//[^A-Za-z0-9]/_}" 240 python3 scripts/gpu_check.py "$work/variant_${v//[^A-Za-z0-9]/_}" --phases bench --repeat 5 \
           --bench ${VARIANT_BENCH:-msm_g1=20,22,24}
         unset SEALTOP_CUDA_DEFINES
+      done ;;
+    variant_tests) for v in ${VARIANTS:-}; do
+        SEALTOP_CUDA_DEFINES="$v" step "vtests_${v//[^A-Za-z0-9]/_}" 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
+          tests/test_cuda_msm_batch.py
       done ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
     prove_presets) wait_warm; step prove_presets 360 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;

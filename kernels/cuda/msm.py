@@ -70,8 +70,24 @@ BATCH_MIN_LOG = 23
 # Batch mode's window from 2^BATCH_MIN_LOG scalars on: many buckets, so that every thread has many
 # slots (K) to share the block's inversion.
 BATCH_WINDOW = 20
-BATCH_THREADS = 256  # MSM_BATCH_THREADS in batch_affine.cuh
-BATCH_BLOCKS_PER_SM = {"g1": 2, "g2": 1}  # the kernels' launch bounds
+
+
+def _define(name: str, default: int) -> int:
+    """A build define's value from SEALTOP_CUDA_DEFINES (module.OPTIONS), else the default."""
+    from kernels.cuda.module import OPTIONS
+
+    for opt in OPTIONS:
+        if opt.startswith(f"-D{name}="):
+            return int(opt.split("=", 1)[1])
+    return default
+
+
+# The batch kernel's block size and blocks per SM: its launch bounds, MSM_BATCH_THREADS and
+# MSM_BATCH_MINB (G1; G2 takes one block), build defines that variants may set.
+BATCH_THREADS = _define("MSM_BATCH_THREADS", 256)
+BATCH_BLOCKS_PER_SM = {"g1": _define("MSM_BATCH_MINB", 2), "g2": 1}
+# With MSM_BATCH_PIPE (the default) each block's last warp only inverts and owns no slots.
+BATCH_WORKERS = BATCH_THREADS - 32 if _define("MSM_BATCH_PIPE", 1) else BATCH_THREADS
 
 
 
@@ -307,14 +323,16 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     slots = 0
     if batch:
         # item j is slot j: thread g of NT holds items g, g + NT, ...; item_start is the cursor
-        blocks = max(1, min(_sm_count() * BATCH_BLOCKS_PER_SM[group], -(-total_items // BATCH_THREADS)))
-        nt = blocks * BATCH_THREADS
+        blocks = max(1, min(_sm_count() * BATCH_BLOCKS_PER_SM[group], -(-total_items // BATCH_WORKERS)))
+        nt = blocks * BATCH_WORKERS
         slots = -(-total_items // nt)
-        pref = cp.empty((max(total_items, 1), aw // 2), dtype=cp.uint64)
-        kind = cp.empty(max(total_items, 1), dtype=cp.uint8)
+        acc = cp.empty(2 * aw * total_items, dtype=cp.uint32)  # word-major x, y of each slot
+        pref = cp.empty(aw * total_items, dtype=cp.uint32)
+        ent = cp.empty(total_items, dtype=cp.uint32)
+        state = cp.empty(total_items, dtype=cp.uint8)
         kernel(f"msm_{group}", f"{group}_accumulate_batch")((blocks,), (BATCH_THREADS,), (
-            points, sorted_, item_start, item_end, np.uint32(total_items), np.uint32(slots), partials, pref, kind))
-        del pref, kind
+            points, sorted_, item_start, item_end, np.uint32(total_items), np.uint32(slots), acc, pref, ent, state, partials))
+        del acc, pref, ent, state
     else:
         # longest items first: the threads of a warp then add chains of nearly equal length (with
         # one item per bucket, the lengths vary as the buckets' counts do, about +-5% at 2^24)

@@ -9,8 +9,12 @@
 //
 // Layout: the work items of msm.py (bucket chunks [item_start, item_end) of the sorted entries)
 // are the slots. Thread g of the grid (NT threads) owns slots j = k * NT + g for k < K, so a
-// warp's lanes touch neighbouring slots. Each slot's affine accumulator lives in its own row of
-// `partial` (the XYZZ output rows: x, y in the first two coordinates); item_start is its cursor.
+// warp's lanes touch neighbouring slots. The per-slot state is stored word-major (word w of slot
+// j at w * nitems + j), so that each of a warp's 32-bit accesses is one contiguous 128-byte line:
+// the first version kept it in rows (x, y in the slot's XYZZ output row), and each warp access
+// then touched 32 lines; on the H200 that ran at 1.07 s at 2^27 against XYZZ's 0.72 s, with a
+// per-slot cost that scaled with the number of accesses, not the multiplications. Points are
+// gathered with 16-byte loads. item_start is each slot's cursor.
 // One step of a block:
 //   1. every thread walks its slots: slot j's next point (x2, y2) meets its accumulator (x1, y1);
 //      trivial cases are done at once (empty accumulator: take the point; point at infinity:
@@ -29,164 +33,249 @@
 #ifndef MSM_BATCH_THREADS
 #define MSM_BATCH_THREADS 256
 #endif
+#ifndef MSM_BATCH_MINB
+#define MSM_BATCH_MINB 2
+#endif
 #ifndef MSM_BATCH_BOUNDS
-#define MSM_BATCH_BOUNDS __launch_bounds__(MSM_BATCH_THREADS, 2)
+#define MSM_BATCH_BOUNDS __launch_bounds__(MSM_BATCH_THREADS, MSM_BATCH_MINB)
 #endif
 
-// Slot kinds of one step (kind[j]): nothing left to do in step 3, an addition, a doubling.
+// state[j]: the kind of step 3's work (low two bits) and whether the accumulator holds a point.
 #define BATCH_NONE 0
 #define BATCH_ADD 1
 #define BATCH_DBL 2
+#define BATCH_KIND 3
+#define BATCH_FULL 4
 
+// One coordinate of point (v & 0x7fffffff), y negated for a negative digit; 16-byte loads (rows
+// are 16-byte aligned: 96 or 192 bytes).
 template <class F>
-__device__ __forceinline__ F load_x(const uint32_t* points, uint32_t v) {
-    return F::load(points + (uint64_t)(v & 0x7fffffffu) * (2 * F::WORDS));
-}
-
-template <class F>
-__device__ __forceinline__ F load_y(const uint32_t* points, uint32_t v) {
-    F y = F::load(points + (uint64_t)(v & 0x7fffffffu) * (2 * F::WORDS) + F::WORDS);
-    return (v >> 31) ? y.neg() : y;
-}
-
-template <class F>
-__device__ __forceinline__ void accumulate_batch(const uint32_t* points, const uint32_t* sorted, uint32_t* cursor, const uint32_t* item_end,
-                                                 uint32_t nitems, uint32_t K, uint32_t* partial, uint32_t* pref, uint8_t* kind) {
-    constexpr int T = MSM_BATCH_THREADS;
-    constexpr int W = F::WORDS;          // 32-bit words of one coordinate
-    constexpr int ROW = 4 * W;           // words of one XYZZ row of partial
-    constexpr int PER_LANE = T / 32;     // thread products inverted by one lane of warp 0
-    static_assert(T % 32 == 0, "block size must be a multiple of 32");
-    __shared__ uint32_t prod[T * W];
-
-    const uint32_t tid = threadIdx.x;
-    const uint32_t NT = gridDim.x * T;
-    const uint32_t g = blockIdx.x * T + tid;
-
-    // empty accumulators (all-zero x, y: the point at infinity)
-    for (uint32_t k = 0; k < K; k++) {
-        const uint32_t j = k * NT + g;
-        if (j >= nitems) break;
-        F::zero().store(partial + (uint64_t)j * ROW);
-        F::zero().store(partial + (uint64_t)j * ROW + W);
+__device__ __forceinline__ F load_coord(const uint32_t* points, uint32_t v, int which) {
+    uint32_t w[F::WORDS];
+    const uint4* q = reinterpret_cast<const uint4*>(points + (uint64_t)(v & 0x7fffffffu) * (2 * F::WORDS) + which * F::WORDS);
+    UNROLL for (int i = 0; i < F::WORDS / 4; i++) {
+        const uint4 t = __ldg(q + i);
+        w[4 * i] = t.x; w[4 * i + 1] = t.y; w[4 * i + 2] = t.z; w[4 * i + 3] = t.w;
     }
+    const F r = F::load(w);
+    return (which == 1 && (v >> 31)) ? r.neg() : r;
+}
 
-    while (true) {
-        // step 1: denominators and the thread's running product
-        F run = F::one();
-        int active = 0;
-        for (uint32_t k = 0; k < K; k++) {
-            const uint32_t j = k * NT + g;
-            if (j >= nitems) break;
-            const uint32_t p = cursor[j];
-            uint8_t kd = BATCH_NONE;
-            if (p < item_end[j]) {
-                active = 1;
-                const uint32_t v = sorted[p];
-                uint32_t* acc = partial + (uint64_t)j * ROW;
-                const F x2 = load_x<F>(points, v);
-                bool inf2 = false;
-                if (x2.is_zero()) inf2 = load_y<F>(points, v).is_zero();  // x = 0 alone is a curve point
-                if (inf2) {
-                    cursor[j] = p + 1;
+template <class F>
+__device__ __forceinline__ F load_soa(const uint32_t* base, uint64_t stride, uint32_t j) {
+    uint32_t w[F::WORDS];
+    UNROLL for (int i = 0; i < F::WORDS; i++) w[i] = base[i * stride + j];
+    return F::load(w);
+}
+
+template <class F>
+__device__ __forceinline__ void store_soa(const F& v, uint32_t* base, uint64_t stride, uint32_t j) {
+    uint32_t w[F::WORDS];
+    v.store(w);
+    UNROLL for (int i = 0; i < F::WORDS; i++) base[i * stride + j] = w[i];
+}
+
+// acc: 2 * F::WORDS words per slot (x then y), pref: F::WORDS, ent: the entry step 3 adds,
+// state: as above; all word-major with stride nitems (S).
+struct BatchSlots {
+    const uint32_t* points;
+    const uint32_t* sorted;
+    uint32_t* cursor;
+    const uint32_t* item_end;
+    uint32_t* acc;
+    uint32_t* pref;
+    uint32_t* ent;
+    uint8_t* state;
+    uint64_t S;
+    uint32_t NT, g;
+};
+
+// Step 1 over the thread's slots k0, k0 + ks, ... < kmax: returns whether any had entries left;
+// `run` becomes the product of this step's denominators.
+template <class F>
+__device__ __forceinline__ int batch_step1(const BatchSlots& b, uint32_t k0, uint32_t ks, uint32_t kmax, F& run) {
+    constexpr int W = F::WORDS;
+    uint32_t* accy = b.acc + (uint64_t)W * b.S;
+    int active = 0;
+    run = F::one();
+    for (uint32_t k = k0; k < kmax; k += ks) {
+        const uint32_t j = k * b.NT + b.g;
+        const uint32_t p = b.cursor[j];
+        uint8_t st = b.state[j] & BATCH_FULL;
+        if (p < b.item_end[j]) {
+            active = 1;
+            const uint32_t v = b.sorted[p];
+            b.cursor[j] = p + 1;
+            const F x2 = load_coord<F>(b.points, v, 0);
+            // x = 0 alone is a curve point: the point at infinity is x = y = 0
+            const bool inf2 = x2.is_zero() && load_coord<F>(b.points, v, 1).is_zero();
+            if (!inf2) {
+                if (!st) {  // empty: take the point
+                    store_soa(x2, b.acc, b.S, j);
+                    store_soa(load_coord<F>(b.points, v, 1), accy, b.S, j);
+                    st = BATCH_FULL;
                 } else {
-                    const F x1 = F::load(acc);
-                    const F y1 = F::load(acc + W);
-                    if (x1.is_zero() && y1.is_zero()) {  // empty: take the point
-                        x2.store(acc);
-                        load_y<F>(points, v).store(acc + W);
-                        cursor[j] = p + 1;
-                    } else {
-                        F d = x2 - x1;
-                        if (d.is_zero()) {
-                            if ((load_y<F>(points, v) - y1).is_zero()) {
-                                d = y1.dbl();  // never zero: no point of order 2 in the group
-                                kd = BATCH_DBL;
-                            } else {  // P + (-P)
-                                F::zero().store(acc);
-                                F::zero().store(acc + W);
-                                cursor[j] = p + 1;
-                            }
-                        } else {
-                            kd = BATCH_ADD;
+                    const F x1 = load_soa<F>(b.acc, b.S, j);
+                    F d = x2 - x1;
+                    uint8_t kd = BATCH_ADD;
+                    if (d.is_zero()) {
+                        const F y1 = load_soa<F>(accy, b.S, j);
+                        if ((load_coord<F>(b.points, v, 1) - y1).is_zero()) {
+                            d = y1.dbl();  // never zero: no point of order 2 in the group
+                            kd = BATCH_DBL;
+                        } else {  // P + (-P)
+                            kd = BATCH_NONE;
+                            st = BATCH_NONE;
                         }
-                        if (kd != BATCH_NONE) {
-                            run.store(pref + (uint64_t)j * W);
-                            run = run * d;
-                        }
+                    }
+                    if (kd != BATCH_NONE) {
+                        store_soa(run, b.pref, b.S, j);
+                        b.ent[j] = v;
+                        run = run * d;
+                        st |= kd;
                     }
                 }
             }
-            kind[j] = kd;
         }
-        run.store(prod + tid * W);
-        if (!__syncthreads_or(active)) break;
+        b.state[j] = st;
+    }
+    return active;
+}
 
-        // step 2: warp 0 inverts the block's T products, lane l those of threads l + 32 i
-        if (tid < 32) {
-            F c[PER_LANE];
-            c[0] = F::load(prod + tid * W);
-            UNROLL for (int i = 1; i < PER_LANE; i++) c[i] = c[i - 1] * F::load(prod + (tid + 32 * i) * W);
-            F inv = c[PER_LANE - 1].inv_fast();
-            UNROLL for (int i = PER_LANE - 1; i >= 1; i--) {
-                const F t = inv * c[i - 1];
-                inv = inv * F::load(prod + (tid + 32 * i) * W);
-                t.store(prod + (tid + 32 * i) * W);
-            }
-            inv.store(prod + tid * W);
-        }
-        __syncthreads();
-
-        // step 3: the additions, slots in reverse order
-        F inv = F::load(prod + tid * W);
-        const uint32_t kmax = g < nitems ? min(K, (nitems - 1 - g) / NT + 1) : 0;
-        for (uint32_t k = kmax; k-- > 0;) {
-            const uint32_t j = k * NT + g;
-            const uint8_t kd = kind[j];
-            if (kd == BATCH_NONE) continue;
-            const uint32_t p = cursor[j];
-            const uint32_t v = sorted[p];
-            uint32_t* acc = partial + (uint64_t)j * ROW;
-            const F x1 = F::load(acc);
-            const F y1 = F::load(acc + W);
-            const F x2 = load_x<F>(points, v);
+// Step 3 over the same slots in reverse, with inv = 1 / (the product step 1 returned).
+template <class F>
+__device__ __forceinline__ void batch_step3(const BatchSlots& b, uint32_t k0, uint32_t ks, uint32_t kmax, F inv) {
+    constexpr int W = F::WORDS;
+    uint32_t* accy = b.acc + (uint64_t)W * b.S;
+    if (kmax <= k0) return;
+    for (uint32_t k = k0 + (kmax - 1 - k0) / ks * ks;; k -= ks) {
+        const uint32_t j = k * b.NT + b.g;
+        const uint8_t kd = b.state[j] & BATCH_KIND;
+        if (kd != BATCH_NONE) {
+            const uint32_t v = b.ent[j];
+            const F x1 = load_soa<F>(b.acc, b.S, j);
+            const F y1 = load_soa<F>(accy, b.S, j);
+            const F x2 = load_coord<F>(b.points, v, 0);
             F d, num;
             if (kd == BATCH_ADD) {
                 d = x2 - x1;
-                num = load_y<F>(points, v) - y1;
+                num = load_coord<F>(b.points, v, 1) - y1;
             } else {
                 d = y1.dbl();
                 const F xx = x1.sqr();
                 num = xx.dbl() + xx;
             }
-            const F dinv = inv * F::load(pref + (uint64_t)j * W);
+            const F dinv = inv * load_soa<F>(b.pref, b.S, j);
             inv = inv * d;
             const F lam = num * dinv;
             const F x3 = lam.sqr() - x1 - x2;  // a doubling has x2 = x1
             const F y3 = lam * (x1 - x3) - y1;
-            x3.store(acc);
-            y3.store(acc + W);
-            cursor[j] = p + 1;
+            store_soa(x3, b.acc, b.S, j);
+            store_soa(y3, accy, b.S, j);
+            b.state[j] = BATCH_FULL;
         }
+        if (k < k0 + ks) break;
+    }
+}
+
+// prod[t] for t < n := 1 / prod[t], by one warp: lane l inverts the product of entries
+// l, l + 32, ... (at most PER_LANE of them) and hands each its inverse back.
+template <class F, int PER_LANE>
+__device__ __forceinline__ void invert_shared(uint32_t* prod, uint32_t lane) {
+    constexpr int W = F::WORDS;
+    F c[PER_LANE];
+    c[0] = F::load(prod + lane * W);
+    UNROLL for (int i = 1; i < PER_LANE; i++) c[i] = c[i - 1] * F::load(prod + (lane + 32 * i) * W);
+    F inv = c[PER_LANE - 1].inv_fast();
+    UNROLL for (int i = PER_LANE - 1; i >= 1; i--) {
+        const F t = inv * c[i - 1];
+        inv = inv * F::load(prod + (lane + 32 * i) * W);
+        t.store(prod + (lane + 32 * i) * W);
+    }
+    inv.store(prod + lane * W);
+}
+
+// MSM_BATCH_PIPE=1 (the default): the block's last warp only inverts, and the other warps'
+// slots are split in two halves (even and odd k) that take turns: while the inverting warp
+// inverts one half's products, the others finish the other half's additions (step 3) and start
+// its next step (step 1). One inversion is a chain of ~490 dependent multiplications; without the
+// pipeline the whole block waits for it every step (about 0.46 ms a step at 2^24 on the H200,
+// fitted from the first version's steps at 8, 29 and 107 slots a thread).
+#ifndef MSM_BATCH_PIPE
+#define MSM_BATCH_PIPE 1
+#endif
+
+template <class F>
+__device__ __forceinline__ void accumulate_batch(const uint32_t* points, const uint32_t* sorted, uint32_t* cursor, const uint32_t* item_end,
+                                                 uint32_t nitems, uint32_t K, uint32_t* acc, uint32_t* pref, uint32_t* ent,
+                                                 uint8_t* state, uint32_t* partial) {
+    constexpr int T = MSM_BATCH_THREADS;
+    constexpr int W = F::WORDS;          // 32-bit words of one coordinate
+    static_assert(T % 32 == 0 && T >= 64, "block size must be a multiple of 32, at least 64");
+    constexpr int TW = MSM_BATCH_PIPE ? T - 32 : T;  // threads that own slots
+    const uint32_t tid = threadIdx.x;
+    BatchSlots b{points, sorted, cursor, item_end, acc, pref, ent, state, nitems, gridDim.x * TW, blockIdx.x * TW + tid};
+    const bool worker = tid < TW;
+    const uint32_t kmax = worker && b.g < nitems ? min(K, (nitems - 1 - b.g) / b.NT + 1) : 0;
+    for (uint32_t k = 0; k < kmax; k++) state[k * b.NT + b.g] = BATCH_NONE;  // empty accumulators
+
+#if MSM_BATCH_PIPE
+    __shared__ uint32_t prod[2][TW * W];
+    if (worker) {
+        F::one().store(prod[0] + tid * W);
+        F::one().store(prod[1] + tid * W);
+    }
+    __syncthreads();
+    int idle = 0;
+    for (uint32_t h = 0;; h ^= 1) {
+        const uint32_t q = h ^ 1;  // the half the workers take while half h is inverted
+        int active = 0;
+        if (!worker) {
+            invert_shared<F, TW / 32>(prod[h], tid - TW);
+        } else {
+            batch_step3<F>(b, q, 2, kmax, F::load(prod[q] + tid * W));
+            F run;
+            active = batch_step1<F>(b, q, 2, kmax, run);
+            run.store(prod[q] + tid * W);
+        }
+        idle = __syncthreads_or(active) ? 0 : idle + 1;
+        if (idle == 2) break;  // both halves' last step 1 found nothing: nothing pending either
+    }
+#else
+    __shared__ uint32_t prod[T * W];
+    while (true) {
+        F run;
+        const int active = batch_step1<F>(b, 0, 1, kmax, run);
+        run.store(prod + tid * W);
+        if (!__syncthreads_or(active)) break;
+        if (tid < 32) invert_shared<F, T / 32>(prod, tid);
+        __syncthreads();
+        batch_step3<F>(b, 0, 1, kmax, F::load(prod + tid * W));
         __syncthreads();  // prod is rewritten by the next step
     }
+#endif
 
-    // complete each row to XYZZ: ZZ = ZZZ = 1, or 0 at infinity
-    for (uint32_t k = 0; k < K; k++) {
-        const uint32_t j = k * NT + g;
-        if (j >= nitems) break;
-        uint32_t* acc = partial + (uint64_t)j * ROW;
-        const bool inf = F::load(acc).is_zero() && F::load(acc + W).is_zero();
-        const F z = inf ? F::zero() : F::one();
-        z.store(acc + 2 * W);
-        z.store(acc + 3 * W);
+    // each slot's row of partial in XYZZ: (x, y, 1, 1), or 0 at infinity
+    uint32_t* accy = acc + (uint64_t)W * b.S;
+    for (uint32_t k = 0; k < kmax; k++) {
+        const uint32_t j = k * b.NT + b.g;
+        uint32_t* row = partial + (uint64_t)j * 4 * W;
+        if (state[j] & BATCH_FULL) {
+            load_soa<F>(acc, b.S, j).store(row);
+            load_soa<F>(accy, b.S, j).store(row + W);
+            F::one().store(row + 2 * W);
+            F::one().store(row + 3 * W);
+        } else {
+            F::zero().store(row + 2 * W);  // ZZ = 0: infinity
+        }
     }
 }
 
 #define MSM_BATCH_KERNEL(G, F)                                                                                                \
     extern "C" __global__ void MSM_BATCH_BOUNDS G##_accumulate_batch(const uint32_t* points, const uint32_t* sorted,           \
                                                                      uint32_t* cursor, const uint32_t* item_end,               \
-                                                                     uint32_t nitems, uint32_t K, uint32_t* partial,           \
-                                                                     uint32_t* pref, uint8_t* kind) {                          \
-        accumulate_batch<F>(points, sorted, cursor, item_end, nitems, K, partial, pref, kind);                                \
+                                                                     uint32_t nitems, uint32_t K, uint32_t* acc,               \
+                                                                     uint32_t* pref, uint32_t* ent, uint8_t* state,            \
+                                                                     uint32_t* partial) {                                      \
+        accumulate_batch<F>(points, sorted, cursor, item_end, nitems, K, acc, pref, ent, state, partial);                     \
     }
