@@ -169,3 +169,31 @@ def test_history_names_its_graph_tops_and_counts_partitions_in_integers():
         stage = ln.split("(partitions)")[0].strip().replace(" ", "_")
         values = h.series(stage)
         assert ln.rstrip().endswith(f"latest {round(values[-1])}  max {round(max(values))}"), ln
+
+
+@pytest.mark.parametrize("mode", ["replay", "live"])
+@pytest.mark.parametrize("where", ["dashboard", "detail", "history"])
+async def test_every_footer_key_fits_80_columns(mode, where):
+    """The footer shows each of its keys whole at 80 columns: the detail's long words cut its
+    last one to '? He▏'."""
+    from app_pilot import wait_for
+    from test_app_fakes import FakeEngine
+
+    if mode == "replay":
+        app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+    else:
+        eng = FakeEngine(events=load_session(FIXTURE).events)
+        app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.state.jobs)
+        await redrawn(pilot, app) if mode == "replay" else await pilot.pause(0.3)
+        if where != "dashboard":
+            before = app.screen
+            await pilot.press("enter" if where == "detail" else "h")
+            await wait_for(pilot, lambda: app.screen is not before)
+            await pilot.pause(0.3)
+        footer = screen_lines(app)[23]
+        assert "? Help" in footer and footer.rstrip().endswith("^p palette"), footer
+        assert "q Quit" in footer
+        if where == "detail":
+            assert "esc Back" in footer and "Prev" in footer and "Next" in footer, footer

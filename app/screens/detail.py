@@ -22,10 +22,13 @@ class DetailScreen(CtrlCQuits, Screen):
 
     HELP_SECTION = "proof detail"
     BINDINGS = [
-        Binding("escape,backspace", "back", "Back to dashboard", id="detail-back"),
+        # short footer words (the tooltips say them in full): at 80 columns the long ones cut
+        # the footer's last key, "? He▏"
+        Binding("escape,backspace", "back", "Back", tooltip="Back to the dashboard",
+                id="detail-back"),
         ctrl_c_binding(),
-        Binding("left,comma", "other(-1)", "Previous proof", id="detail-prev"),
-        Binding("right,full_stop", "other(1)", "Next proof", id="detail-next"),
+        Binding("left,comma", "other(-1)", "Prev", tooltip="Previous proof", id="detail-prev"),
+        Binding("right,full_stop", "other(1)", "Next", tooltip="Next proof", id="detail-next"),
     ]
 
     def __init__(self, job: int) -> None:
@@ -40,7 +43,12 @@ class DetailScreen(CtrlCQuits, Screen):
             yield Static(id="detail-kernels")
         yield Footer()
 
+    def on_resize(self) -> None:
+        # as the dashboard's: a narrow footer drops the padding between keys, so every key fits
+        self.query_one(Footer).compact = self.size.width < 120
+
     def on_mount(self) -> None:
+        self.on_resize()
         self.query_one("#detail-gantt").border_title = "timeline (per partition)"
         self.query_one("#detail-timers").border_title = "layered timers (ms): GPU wrapper ▕ call ▕ kernels"
         self.app.request_render()
