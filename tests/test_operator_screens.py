@@ -18,6 +18,19 @@ DATA = Path(__file__).parent / "data"
 FIXTURE = DATA / "session_fixture.jsonl"
 
 
+def record_notices(app) -> list[str]:
+    """Every notice's message from now on, kept (the app's own list drops expired ones)."""
+    said: list[str] = []
+    notify = app.notify
+
+    def keep(message, *args, **kwargs):
+        said.append(str(message))
+        return notify(message, *args, **kwargs)
+
+    app.notify = keep
+    return said
+
+
 async def test_a_cut_recordings_warning_keeps_the_replay_on_an_80x24_screen(tmp_path):
     """The warning of a recording whose last line is cut (a killed run's) is one header line:
     the log, the replay bar and the proofs panel all stay on the screen, and the full warning
@@ -29,6 +42,7 @@ async def test_a_cut_recordings_warning_keeps_the_replay_on_an_80x24_screen(tmp_
     session = load_session(path)
     assert session.warnings and "cut off" in session.warnings[0]
     app = SealtopApp("replay", session=session, autoplay=False)
+    toasts = record_notices(app)
     async with app.run_test(size=(80, 24)) as pilot:
         await redrawn(pilot, app)
         assert outside(app) == []
@@ -40,7 +54,6 @@ async def test_a_cut_recordings_warning_keeps_the_replay_on_an_80x24_screen(tmp_
         assert lines[2].startswith(f" warning: {path.name}:")  # its name: the path is long
         assert lines[2].rstrip().endswith("…")
         assert "paused" in lines[22] and "5.70 / 5.70 s" in lines[22]  # the replay bar
-        toasts = [n.message for n in app._notifications]
         assert session.warnings[0] in toasts, toasts
 
 
@@ -60,19 +73,19 @@ async def test_a_tuning_key_in_a_read_only_console_says_why_nothing_happened(att
     app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0, readonly=True)
     if attached:
         app.attached_to = "/run/user/0/sealtop/engine.sock"
+    said = record_notices(app)
     key = random.choice(TUNING_KEYS)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
         await pilot.press(key)
-        await wait_for(pilot, lambda: len(app._notifications) > 0)
-        said = [n.message for n in app._notifications]
+        await wait_for(pilot, lambda: len(said) > 0)
         assert said[-1].startswith(f"read-only console: {key} changes nothing here")
         assert ("attach --control" in said[-1]) == attached
         assert ("without --readonly" in said[-1]) == (not attached)
         assert eng.knobs["partition_workers"] == 2 and not eng.paused and not eng.submitted
         await pilot.press("o")  # a key that is not tuning says nothing of the kind
         await pilot.pause(0.2)
-        assert len([n for n in app._notifications if "read-only" in n.message]) == 1
+        assert len([m for m in said if "read-only" in m]) == 1
 
 
 async def test_a_console_that_tunes_says_no_read_only_notice():
@@ -81,11 +94,12 @@ async def test_a_console_that_tunes_says_no_read_only_notice():
 
     eng = FakeEngine()
     app = SealtopApp("live", engine_factory=lambda: eng, autofeed=0)
+    said = record_notices(app)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
         await pilot.press("W")
         await wait_for(pilot, lambda: eng.knobs["partition_workers"] == 3)
-        assert not any("read-only" in n.message for n in app._notifications)
+        assert said and not any("read-only" in m for m in said)  # it said "→ 3" instead
 
 
 @pytest.mark.parametrize("where", ["dashboard", "prompt", "help", "detail", "filter"])
@@ -98,6 +112,7 @@ async def test_ctrl_c_quits_from_every_screen_as_an_interrupt(where):
     from app.screens.prompt import PromptScreen
 
     app = SealtopApp("replay", session=load_session(FIXTURE), autoplay=False)
+    said = record_notices(app)
     async with app.run_test(size=(80, 24)) as pilot:
         await redrawn(pilot, app)
         rows = binding_rows(app, app.screen)
@@ -115,7 +130,7 @@ async def test_ctrl_c_quits_from_every_screen_as_an_interrupt(where):
                 assert isinstance(app.screen, HelpScreen)
         await pilot.press("ctrl+c")
         await wait_for(pilot, lambda: app.return_code is not None)
-        assert not any("quit" in str(n.message).lower() for n in app._notifications)
+        assert not any("quit" in m.lower() for m in said)
     assert app.return_code == 130
 
 
