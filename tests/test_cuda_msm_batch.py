@@ -80,9 +80,9 @@ def test_exceptional_additions(group: str) -> None:
 @needs_gpu
 @pytest.mark.parametrize("window", [6, 9])
 def test_many_slots_per_thread(window: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One block (224 threads with slots, one inverting warp) for a few thousand work items: each thread steps through many
-    slots (and some hold fewer than others), with heavy buckets cut into many short items and
-    summed by the tree path."""
+    """One block (256 threads; 224 and an inverting warp with MSM_BATCH_PIPE=1) for a few
+    thousand work items: each thread steps through many slots (and some hold fewer than others),
+    with heavy buckets cut into many short items and summed by the tree path."""
     from kernels.cuda import msm
 
     monkeypatch.setattr(msm, "_sm_count", lambda: 1)

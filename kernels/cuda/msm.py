@@ -86,8 +86,8 @@ def _define(name: str, default: int) -> int:
 # MSM_BATCH_MINB (G1; G2 takes one block), build defines that variants may set.
 BATCH_THREADS = _define("MSM_BATCH_THREADS", 256)
 BATCH_BLOCKS_PER_SM = {"g1": _define("MSM_BATCH_MINB", 2), "g2": 1}
-# With MSM_BATCH_PIPE (the default) each block's last warp only inverts and owns no slots.
-BATCH_WORKERS = BATCH_THREADS - 32 if _define("MSM_BATCH_PIPE", 1) else BATCH_THREADS
+# With MSM_BATCH_PIPE=1 each block's last warp only inverts and owns no slots.
+BATCH_WORKERS = BATCH_THREADS - 32 if _define("MSM_BATCH_PIPE", 0) else BATCH_THREADS
 
 
 

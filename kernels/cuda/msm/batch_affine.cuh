@@ -91,53 +91,74 @@ struct BatchSlots {
 };
 
 // Step 1 over the thread's slots k0, k0 + ks, ... < kmax: returns whether any had entries left;
-// `run` becomes the product of this step's denominators.
+// `run` becomes the product of this step's denominators. Slots go MSM_BATCH_GROUP at a time,
+// their loads (cursor, then the entry, then the point's x and the accumulator's x) issued for the
+// whole group before any is used: each slot has only one multiplication to hide a chain of three
+// dependent loads behind, and the first two versions of this kernel ran at about half the
+// multiplication rate of the XYZZ kernel.
+#ifndef MSM_BATCH_GROUP
+#define MSM_BATCH_GROUP 2
+#endif
 template <class F>
 __device__ __forceinline__ int batch_step1(const BatchSlots& b, uint32_t k0, uint32_t ks, uint32_t kmax, F& run) {
     constexpr int W = F::WORDS;
+    constexpr int G = MSM_BATCH_GROUP;
     uint32_t* accy = b.acc + (uint64_t)W * b.S;
     int active = 0;
     run = F::one();
-    for (uint32_t k = k0; k < kmax; k += ks) {
-        const uint32_t j = k * b.NT + b.g;
-        const uint32_t p = b.cursor[j];
-        uint8_t st = b.state[j] & BATCH_FULL;
-        if (p < b.item_end[j]) {
-            active = 1;
-            const uint32_t v = b.sorted[p];
-            b.cursor[j] = p + 1;
-            const F x2 = load_coord<F>(b.points, v, 0);
-            // x = 0 alone is a curve point: the point at infinity is x = y = 0
-            const bool inf2 = x2.is_zero() && load_coord<F>(b.points, v, 1).is_zero();
-            if (!inf2) {
-                if (!st) {  // empty: take the point
-                    store_soa(x2, b.acc, b.S, j);
-                    store_soa(load_coord<F>(b.points, v, 1), accy, b.S, j);
-                    st = BATCH_FULL;
-                } else {
-                    const F x1 = load_soa<F>(b.acc, b.S, j);
-                    F d = x2 - x1;
-                    uint8_t kd = BATCH_ADD;
-                    if (d.is_zero()) {
-                        const F y1 = load_soa<F>(accy, b.S, j);
-                        if ((load_coord<F>(b.points, v, 1) - y1).is_zero()) {
-                            d = y1.dbl();  // never zero: no point of order 2 in the group
-                            kd = BATCH_DBL;
-                        } else {  // P + (-P)
-                            kd = BATCH_NONE;
-                            st = BATCH_NONE;
+    for (uint32_t k = k0; k < kmax; k += G * ks) {
+        uint32_t j[G], p[G], v[G];
+        bool has[G];
+        uint8_t st[G];
+        F x2[G], x1[G];
+        UNROLL for (int i = 0; i < G; i++) {
+            const bool live = k + i * ks < kmax;
+            j[i] = (k + i * ks) * b.NT + b.g;
+            p[i] = live ? b.cursor[j[i]] : 0;
+            has[i] = live && p[i] < b.item_end[j[i]];
+            st[i] = live ? (b.state[j[i]] & BATCH_FULL) : 0;
+        }
+        UNROLL for (int i = 0; i < G; i++) v[i] = has[i] ? b.sorted[p[i]] : 0;
+        UNROLL for (int i = 0; i < G; i++) {
+            x2[i] = has[i] ? load_coord<F>(b.points, v[i], 0) : F::zero();
+            x1[i] = has[i] && st[i] ? load_soa<F>(b.acc, b.S, j[i]) : F::zero();
+        }
+        UNROLL for (int i = 0; i < G; i++) {
+            if (k + i * ks >= kmax) break;
+            if (has[i]) {
+                active = 1;
+                b.cursor[j[i]] = p[i] + 1;
+                // x = 0 alone is a curve point: the point at infinity is x = y = 0
+                const bool inf2 = x2[i].is_zero() && load_coord<F>(b.points, v[i], 1).is_zero();
+                if (!inf2) {
+                    if (!st[i]) {  // empty: take the point
+                        store_soa(x2[i], b.acc, b.S, j[i]);
+                        store_soa(load_coord<F>(b.points, v[i], 1), accy, b.S, j[i]);
+                        st[i] = BATCH_FULL;
+                    } else {
+                        F d = x2[i] - x1[i];
+                        uint8_t kd = BATCH_ADD;
+                        if (d.is_zero()) {
+                            const F y1 = load_soa<F>(accy, b.S, j[i]);
+                            if ((load_coord<F>(b.points, v[i], 1) - y1).is_zero()) {
+                                d = y1.dbl();  // never zero: no point of order 2 in the group
+                                kd = BATCH_DBL;
+                            } else {  // P + (-P)
+                                kd = BATCH_NONE;
+                                st[i] = BATCH_NONE;
+                            }
                         }
-                    }
-                    if (kd != BATCH_NONE) {
-                        store_soa(run, b.pref, b.S, j);
-                        b.ent[j] = v;
-                        run = run * d;
-                        st |= kd;
+                        if (kd != BATCH_NONE) {
+                            store_soa(run, b.pref, b.S, j[i]);
+                            b.ent[j[i]] = v[i];
+                            run = run * d;
+                            st[i] |= kd;
+                        }
                     }
                 }
             }
+            b.state[j[i]] = st[i];
         }
-        b.state[j] = st;
     }
     return active;
 }
@@ -148,11 +169,18 @@ __device__ __forceinline__ void batch_step3(const BatchSlots& b, uint32_t k0, ui
     constexpr int W = F::WORDS;
     uint32_t* accy = b.acc + (uint64_t)W * b.S;
     if (kmax <= k0) return;
-    for (uint32_t k = k0 + (kmax - 1 - k0) / ks * ks;; k -= ks) {
+    uint32_t k = k0 + (kmax - 1 - k0) / ks * ks;
+    uint8_t kd_next = b.state[k * b.NT + b.g] & BATCH_KIND;
+    uint32_t v_next = b.ent[k * b.NT + b.g];
+    for (;; k -= ks) {
         const uint32_t j = k * b.NT + b.g;
-        const uint8_t kd = b.state[j] & BATCH_KIND;
+        const uint8_t kd = kd_next;
+        const uint32_t v = v_next;
+        if (k >= k0 + ks) {  // the next slot's kind and entry, one slot ahead
+            kd_next = b.state[j - ks * b.NT] & BATCH_KIND;
+            v_next = b.ent[j - ks * b.NT];
+        }
         if (kd != BATCH_NONE) {
-            const uint32_t v = b.ent[j];
             const F x1 = load_soa<F>(b.acc, b.S, j);
             const F y1 = load_soa<F>(accy, b.S, j);
             const F x2 = load_coord<F>(b.points, v, 0);
@@ -195,14 +223,15 @@ __device__ __forceinline__ void invert_shared(uint32_t* prod, uint32_t lane) {
     inv.store(prod + lane * W);
 }
 
-// MSM_BATCH_PIPE=1 (the default): the block's last warp only inverts, and the other warps'
+// MSM_BATCH_PIPE=1: the block's last warp only inverts, and the other warps'
 // slots are split in two halves (even and odd k) that take turns: while the inverting warp
 // inverts one half's products, the others finish the other half's additions (step 3) and start
 // its next step (step 1). One inversion is a chain of ~490 dependent multiplications; without the
 // pipeline the whole block waits for it every step (about 0.46 ms a step at 2^24 on the H200,
-// fitted from the first version's steps at 8, 29 and 107 slots a thread).
+// fitted from the first version's steps at 8, 29 and 107 slots a thread). Measured (H200,
+// 2026-12-03, accumulation at 2^27): 965.7 ms with it, 943.6 ms without, so it is off by default.
 #ifndef MSM_BATCH_PIPE
-#define MSM_BATCH_PIPE 1
+#define MSM_BATCH_PIPE 0
 #endif
 
 template <class F>
