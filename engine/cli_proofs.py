@@ -125,15 +125,17 @@ def _read_proof(path: str) -> bytes:
 
 
 @contextmanager
-def _writing(path: str | Path, what: str) -> Iterator[None]:
+def _writing(path: str | Path, what: str, written: str = "") -> Iterator[None]:
     """A write that fails (a full disk, a file-size limit) is one line naming the file: the bare
     OSError of a write names none (``[Errno 28] No space left on device``). The writers are
-    atomic, so the file that was there is left as it was."""
+    atomic, so the file that was there is left as it was; ``written`` names what this command
+    already wrote (setup's proving key, when its verification key then fails)."""
     try:
         yield
     except OSError as exc:
+        also = f"; {written} was written: run it again once there is room" if written else ""
         raise CliError(f"cannot write {what} {path}: {exc.strerror or exc} (the file there, if "
-                       "any, is unchanged)") from None
+                       f"any, is unchanged{also})") from None
 
 
 def _write_bytes_atomic(path: str | Path, data: bytes) -> None:
@@ -185,7 +187,7 @@ def _cmd_setup(args: argparse.Namespace) -> int:
         steps.step(f"writing {pk_path} and {vk_path}")
         with _writing(pk_path, "the proving key"):
             save_proving_key(pk, pk_path)
-        with _writing(vk_path, "the verification key"):
+        with _writing(vk_path, "the verification key", f"the proving key {pk_path}"):
             save_vk(verifying_key(pk), vk_path)
     print(f"{INSECURE_LABEL}: wrote {pk_path} ({fmt_bytes(pk_path.stat().st_size)}) and {vk_path} "
           f"in {time.perf_counter() - t:.2f} s")
@@ -268,7 +270,7 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         return EXIT_REJECTED
     with _writing(args.proof, "the proof"):
         _write_bytes_atomic(args.proof, proof)
-    with _writing(args.public, "the public inputs"):
+    with _writing(args.public, "the public inputs", f"the proof {args.proof}"):
         write_json_atomic(args.public, circuit.statement(x) if circuit.statement
                           else [str(v) for v in public])
     parts = " ".join(f"{k}={v:.0f}ms" for k, v in timings.items())

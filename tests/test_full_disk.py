@@ -98,6 +98,11 @@ def _setup_args(d: Path) -> list[str]:
 
 
 def test_setup_on_a_full_disk_names_the_key_file_and_keeps_the_old_one(tmp_path):
+    warm = tmp_path / "warm"  # a first run unlimited: numba's cache is written, if it must be,
+    warm.mkdir()  # before the limit, which would refuse its files too
+    assert _python(_setup_args(warm), resource.RLIM_INFINITY, warm).returncode == 0
+    tmp_path = tmp_path / "limited"
+    tmp_path.mkdir()
     old = os.urandom(random.randint(10, 500))
     (tmp_path / "k.pk").write_bytes(old)
     done = _python(_setup_args(tmp_path), random.randint(2000, 8000), tmp_path)
@@ -122,3 +127,27 @@ def test_prove_on_a_full_disk_names_the_proof_file(tmp_path):
     assert err == [f"sealtop: prove: cannot write the proof {proof}: {TOO_LARGE} (the file there, "
                    "if any, is unchanged)"], done.stderr
     assert not proof.exists() and not (tmp_path / "p.json").exists()
+
+
+def test_setup_whose_verification_key_cannot_be_written_says_the_proving_key_was(
+        tmp_path, monkeypatch, capsys):
+    """The disk fills between setup's two files (here the verification key's write is refused
+    with ENOSPC): the line names the file that failed and the proving key it did write."""
+    import errno
+
+    import engine.groth16.vkey as vkey
+    from engine.cli import main
+
+    def full(vk, path) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(vkey, "save_vk", full)
+    old_vk = os.urandom(random.randint(1, 300))
+    (tmp_path / "k.vk.json").write_bytes(old_vk)
+    assert main(_setup_args(tmp_path)[2:]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("sealtop: ")]
+    assert err == [f"sealtop: setup: cannot write the verification key {tmp_path / 'k.vk.json'}: "
+                   f"{os.strerror(errno.ENOSPC)} (the file there, if any, is unchanged; the "
+                   f"proving key {tmp_path / 'k.pk'} was written: run it again once there is "
+                   "room)"]
+    assert (tmp_path / "k.vk.json").read_bytes() == old_vk and (tmp_path / "k.pk").is_file()
