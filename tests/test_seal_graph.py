@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.seal import graph
 from engine.seal import parent_cache as pc
 from engine.seal.chacha import chacha_u64s, chacha_words
 from engine.seal.challenges import all_interactive_challenges, interactive_challenges
@@ -296,6 +297,21 @@ def test_graph_shape(graphs: dict[str, np.ndarray]) -> None:
         assert (pred == idx[:, 0] - 1).all()  # the immediate predecessor's place
         # The expander is a permutation of 8 * nodes collapsed by 8: each node is hit 8 times.
         assert (np.bincount(g[:, 6:].ravel(), minlength=p.nodes) == 8).all()
+
+
+def test_sdr_parents_reports_progress(graphs: dict[str, np.ndarray]) -> None:
+    seen: list[tuple[int, int]] = []
+    small = sdr_parents(seal_proof("StackedDrg2KiBV1"), progress=lambda d, n: seen.append((d, n)))
+    assert seen == [(64, 64)] and (small == graphs["StackedDrg2KiBV1"]).all()
+
+
+def test_sdr_parents_in_several_steps_is_one_graph(monkeypatch,
+                                                   graphs: dict[str, np.ndarray]) -> None:
+    monkeypatch.setattr(graph, "PROGRESS_STEP", 10)  # 64 nodes in 7 steps, the last short
+    seen: list[int] = []
+    g = sdr_parents(seal_proof("StackedDrg2KiBV1_1"), progress=lambda d, n: seen.append(d))
+    assert seen == [10, 20, 30, 40, 50, 60, 64]
+    assert (g == graphs["StackedDrg2KiBV1_1"]).all()
 
 
 def test_node_parents_refuses_a_node_outside() -> None:

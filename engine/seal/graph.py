@@ -15,6 +15,8 @@ Rules kept exact:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit, prange
 
@@ -81,17 +83,17 @@ def _fill_parents(node: int, nodes: int, seed7: np.ndarray, fkeys: np.ndarray,
 
 
 @njit(cache=True, parallel=True)
-def _all_parents(nodes: int, seed7: np.ndarray, fkeys: np.ndarray, left_mask: np.uint64,
-                 right_mask: np.uint64, half_bits: np.uint64, v1_1: bool,
-                 out: np.ndarray) -> None:
+def _range_parents(start: int, stop: int, nodes: int, seed7: np.ndarray, fkeys: np.ndarray,
+                   left_mask: np.uint64, right_mask: np.uint64, half_bits: np.uint64,
+                   v1_1: bool, out: np.ndarray) -> None:
     chunk = 4096
-    n_chunks = (nodes + chunk - 1) // chunk
+    n_chunks = (stop - start + chunk - 1) // chunk
     for c in prange(n_chunks):
         key = np.empty(8, dtype=np.uint64)
         words = np.empty(32, dtype=np.uint64)
         row = np.empty(14, dtype=np.uint32)
-        end = min(nodes, (c + 1) * chunk)
-        for node in range(c * chunk, end):
+        end = min(stop, start + (c + 1) * chunk)
+        for node in range(start + c * chunk, end):
             _fill_parents(node, nodes, seed7, fkeys, left_mask, right_mask, half_bits, v1_1,
                           row, key, words)
             for j in range(14):
@@ -111,12 +113,22 @@ def _graph_args(proof: SealProof) -> tuple[np.ndarray, np.ndarray, np.uint64, np
     return seed7, fkeys, np.uint64(lm), np.uint64(rm), np.uint64(hb)
 
 
-def sdr_parents(proof: SealProof) -> np.ndarray:
+PROGRESS_STEP = 1 << 18
+"""Nodes per progress report of ``sdr_parents`` (a fraction of a second to a few seconds)."""
+
+
+def sdr_parents(proof: SealProof,
+                progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Every node's parents, uint32[nodes, 14]: 6 base (DRG) parents then 8 expander parents,
-    the rows of Filecoin's parent cache."""
+    the rows of Filecoin's parent cache. ``progress(done, nodes)`` is called after each step of
+    ``PROGRESS_STEP`` nodes; between steps an interrupt (KeyboardInterrupt) stops it cleanly."""
     seed7, fkeys, lm, rm, hb = _graph_args(proof)
     out = np.empty((proof.nodes, proof.degree), dtype=np.uint32)
-    _all_parents(proof.nodes, seed7, fkeys, lm, rm, hb, proof.v1_1, out)
+    for start in range(0, proof.nodes, PROGRESS_STEP):
+        stop = min(proof.nodes, start + PROGRESS_STEP)
+        _range_parents(start, stop, proof.nodes, seed7, fkeys, lm, rm, hb, proof.v1_1, out)
+        if progress is not None:
+            progress(stop, proof.nodes)
     return out
 
 
