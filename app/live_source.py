@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -153,6 +154,7 @@ class LiveSource:
         from app.state import DashboardState
 
         self.app = app
+        self._opened = time.monotonic()  # the clock of the lines said before the session
         self.engine_factory = engine_factory
         self.engine: Any = None
         self.config, self.config_path = config, config_path
@@ -167,6 +169,7 @@ class LiveSource:
         self._handoff = threading.Lock()  # between the starting thread and shutdown()
         self._started_engine: Any = None  # started, not yet handed to the app (on_status)
         self._submitted = self._submitting = 0
+        self._background: Any = None  # app.firstrun.Background: the warm-up's rest compiling
         if engine_factory is not None:
             _start_resource_tracker()
 
@@ -203,8 +206,18 @@ class LiveSource:
         return not self.state.started
 
     def say(self, level: str, text: str) -> bool:
-        """A console line into the live stream (recorded, replayed); False without one."""
-        return self.stream is not None and self.stream.say(level, text)
+        """A console line into the live stream (recorded, replayed). Before the engine's session
+        has begun (a first run's compile, the engine starting) there is no session clock: the
+        line is logged at the seconds since the console opened, so each step of a long first run
+        shows when it happened rather than 0.00 s. False once the stream has ended."""
+        if self.stream is not None and self.stream.say(level, text):
+            return True
+        if self.state.started or self.engine_factory is None:
+            return False
+        from app.state import LogEntry
+
+        self.state.log.append(LogEntry(time.monotonic() - self._opened, level, text))
+        return True
 
     def thread_ids(self) -> list[int]:
         return self.stream.thread_ids() if self.stream is not None else []
@@ -263,9 +276,11 @@ class LiveSource:
         post(EngineStatus("engine started", engine=engine, state="running"))
 
     def _compile_in_child(self) -> None:
-        """On a fresh install, compile the kernels in a child process (the GIL stays free, so
-        the console keeps drawing), with a progress line each tick; the engine then finds the
-        cache warm. Each step's line is also a log line."""
+        """On a fresh install, compile what the first proof needs in child processes (the GIL
+        stays free, so the console keeps drawing; one child per lane, so both cores of a small
+        machine compile), with a progress line each tick; then the rest of the warm-up in the
+        background while the engine proves. The engine then finds the cache warm. Each step's
+        line is also a log line."""
         from app.messages import EngineStatus, FirstRunProgress
 
         try:
@@ -275,20 +290,30 @@ class LiveSource:
                 return
         except Exception:  # noqa: BLE001 - the engine compiles in-process, as before
             return
-        from app.firstrun import compile_in_child
+        from app.firstrun import compile_first, compile_rest_in_background
 
-        said = [""]
+        if not is_warm("first"):
+            said: set[str] = set()
 
-        def report(p) -> None:
-            self.app.post_message(FirstRunProgress(p.text()))
-            if p.line and p.line != said[0]:
-                said[0] = p.line
-                self.app.post_message(EngineStatus(p.line, "info", state="preparing"))
+            def report(p) -> None:
+                self.app.post_message(FirstRunProgress(p.text()))
+                if p.line and p.line not in said:
+                    said.add(p.line)
+                    self.app.post_message(EngineStatus(p.line, "info", state="preparing"))
 
-        p = compile_in_child(report, stop=self._quitting)
-        if p.failed:
-            self.app.post_message(EngineStatus(f"first-run compile in a child failed ({p.failed}); "
-                                               "the engine compiles it itself", "warn"))
+            p = compile_first(report, stop=self._quitting)
+            if p.failed:
+                self.app.post_message(EngineStatus(
+                    f"first-run compile in a child failed ({p.failed}); the engine compiles it "
+                    "itself", "warn"))
+                return
+        if self._quitting.is_set():
+            return
+        self._background = compile_rest_in_background(stop=self._quitting)
+        if self._background is not None:
+            self.app.post_message(EngineStatus(
+                "first run: the rest of the kernels compile in the background (lowest priority)",
+                "info", state="preparing"))
 
     def stop_engine(self, drain: bool = True) -> None:
         """Stop the engine off the UI thread; the tap then delivers every event the engine
@@ -319,6 +344,8 @@ class LiveSource:
             eng = self.engine if self.engine is not None else self._started_engine
             self.engine = self._started_engine = None
         self.app.workers.cancel_group(self.app, "engine")
+        if self._background is not None:  # the rest of a first run's compile: next time
+            self._background.stop()
         if eng is not None:
             self._stop_quietly(eng, "console closed; engine stopped")
 

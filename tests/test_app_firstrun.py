@@ -56,6 +56,11 @@ def test_a_failing_child_is_reported_not_raised():
 def test_progress_line_has_a_bar_steps_and_elapsed():
     text = Progress(done=2, total=5, line="  ntt   3.1 s", elapsed=41.6).text(width=10)
     assert text == "first run: compiling ████░░░░░░ 2/5 steps · 42 s · ntt   3.1 s"
+    # while a step runs the line names it, not the one that finished before it
+    p = Progress(total=5)
+    for line in ("compiling ntt", "  ntt          3.1 s", "compiling g1"):
+        p.take(line)
+    assert p.done == 1 and p.text(width=10).endswith("1/5 steps · 0 s · compiling g1")
 
 
 async def test_header_clock_runs_from_the_app_start():
