@@ -327,7 +327,7 @@ class MetricsServer:
         with self.scrapes.changed:
             seen = self.scrapes.count
         tell(f"metrics: the run has ended; {self.url} serves its final counters until the next "
-             f"scrape, at most {seconds:g} s (--metrics-linger 0 stops at once, Ctrl-C now)")
+             f"scrape, at most {seconds:g} s (Ctrl-C ends the wait; --metrics-linger 0 skips it)")
         deadline = time.monotonic() + seconds
         try:
             with self.scrapes.changed:
