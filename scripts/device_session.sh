@@ -26,6 +26,8 @@
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
 #   variant_tests  tests/test_cuda_msm_batch.py under each build variant in $VARIANTS
+#   ncu_msm        Nsight Compute (clocks left alone) on the two G1 accumulation kernels at 2^24:
+#                  XYZZ (window 16) and batch-affine (window 20); sections in $NCU_SECTIONS
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
@@ -121,6 +123,15 @@ for s in "$@"; do
         SEALTOP_CUDA_DEFINES="$v" step "vtests_${v//[^A-Za-z0-9]/_}" 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
           tests/test_cuda_msm_batch.py
       done ;;
+    ncu_msm) ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      secs=""; for sec in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats MemoryWorkloadAnalysis ComputeWorkloadAnalysis}; do secs="$secs --section $sec"; done
+      step ncu_msm 150 "$ncu_bin" --clock-control none -k regex:_accumulate -c 2 $secs python3 -c "
+import cupy as cp
+from kernels.cuda import msm
+from kernels.cuda.bench import distinct_points_device, random_fr_device
+pts = distinct_points_device('g1', 1 << 24); sc = random_fr_device(1 << 24)
+for acc, w in (('xyzz', 16), ('batch', 20)):
+    msm.msm('g1', pts, sc, window=w, accumulate=acc); cp.cuda.Device().synchronize(); print(acc, 'done', flush=True)" ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
     prove_presets) wait_warm; step prove_presets 360 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
     prove_large) wait_warm; step prove_large 240 python3 -m engine bench prove --backend cuda --preset large --repeat 1 ;;
