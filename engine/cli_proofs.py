@@ -93,7 +93,13 @@ def _compile_step(steps: Steps | None = None) -> bool:
 
 
 def _readable(path: str, what: str) -> None:
-    """A usage error now, before any progress, for an input file that cannot be opened."""
+    """A usage error now, before any progress, for an input file that cannot be opened (a
+    directory or a named pipe there is said to be one: opening a pipe waited for a writer)."""
+    from engine.groth16.keyfile import not_a_file
+
+    wrong = not_a_file(Path(path), what)
+    if wrong is not None:
+        raise CliError(str(wrong))
     try:
         with open(path, "rb"):
             pass

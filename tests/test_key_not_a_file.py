@@ -52,7 +52,7 @@ def test_a_named_pipe_is_refused_at_once_not_waited_on(tmp_path):
         pytest.fail("loading a named pipe waited for a writer")
     assert len(got) == 1 and isinstance(got[0], KeyFileError)
     assert str(got[0]) == (f"{pipe} is a named pipe, not a proving key file: move it away or "
-                           "name the key file itself")
+                           "name the proving key file itself")
 
 
 def test_a_regular_file_that_is_no_key_is_still_a_bad_key(tmp_path):
@@ -61,3 +61,17 @@ def test_a_regular_file_that_is_no_key_is_still_a_bad_key(tmp_path):
     with pytest.raises(KeyFileError) as info:
         load_proving_key(p)
     assert not isinstance(info.value, NotAKeyFile) and "not a sealtop proving key" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["directory", "named pipe"])
+def test_prove_with_a_pk_that_is_no_file_says_so_in_one_line(tmp_path, capsys, kind):
+    from engine.cli import main
+
+    pk = tmp_path / "k.pk"
+    pk.mkdir() if kind == "directory" else os.mkfifo(pk)
+    code = main(["prove", "--log-constraints", "3", "--pk", str(pk), "--proof",
+                 str(tmp_path / "p.bin"), "--public", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"sealtop: prove: {pk} is a {kind}, not a proving key file")
+    assert "damaged" not in err and not (tmp_path / "p.bin").exists()

@@ -77,7 +77,7 @@ class NotAKeyFile(KeyFileError):
     not a damaged key, so running setup over it cannot help; the operator moves it away."""
 
 
-def _not_a_file(path: Path) -> NotAKeyFile | None:
+def not_a_file(path: Path, what: str = "proving key") -> NotAKeyFile | None:
     """The error for a key path that exists but is not a regular file (None when it is one, or
     is missing: opening it then says so). A pipe is refused before it is opened, which would
     wait for a writer forever."""
@@ -90,8 +90,8 @@ def _not_a_file(path: Path) -> NotAKeyFile | None:
     kind = ("a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode)
             else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode)
             or stat.S_ISBLK(mode) else "not a regular file")
-    return NotAKeyFile(f"{path} is {kind}, not a proving key file: move it away or name the key "
-                       "file itself")
+    return NotAKeyFile(f"{path} is {kind}, not a {what} file: move it away or name the "
+                       f"{what} file itself")
 
 
 @dataclass
@@ -226,7 +226,7 @@ def _checksum(buf: mmap.mmap | bytes) -> bytes:
 def read_header(path: str | os.PathLike) -> dict:
     """The header fields of a proving key file (no checksum check), for `info`-style output."""
     path = Path(path)
-    if (wrong := _not_a_file(path)) is not None:
+    if (wrong := not_a_file(path)) is not None:
         raise wrong
     try:
         with open(path, "rb") as f:
