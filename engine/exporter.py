@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
+from engine.settings import find, live_settings
 from engine.stream.fold import Fold, JobRecord, StageChange
 from engine.stream.schema import CANCELLED, FAILED, KERNEL_GROUPS, STAGES
 from engine.watchers import Address, AddressError
@@ -76,7 +77,8 @@ GAUGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "sealtop_processes": ("Live processes by kind", ("kind",)),
     "sealtop_shared_memory_bytes": ("Live shared-memory segments, counted once", ()),
     "sealtop_memory_bytes": ("RssAnon of every process plus shared memory counted once", ()),
-    "sealtop_memory_budget_bytes": ("Budget for partition buffers (absent when unlimited)", ()),
+    # a live knob with a gauge of its own (the settings table says which), else one labelled
+    **{s.knob.gauge: (s.knob.gauge_help, ()) for s in live_settings() if s.knob and s.knob.gauge},
     "sealtop_knob_value": ("Live knob values (paused: 1 or 0)", ("knob",)),
     "sealtop_gpu_info": ("One per GPU of the session, with its name", ("gpu", "name")),
     "sealtop_session_start_time_seconds": ("Wall-clock start of the session (Unix time)", ()),
@@ -176,12 +178,10 @@ class Exporter:
         for g in e.get("gpus", []):
             self.gauges.set("sealtop_gpu_info", 1, str(g.get("index")), str(g.get("name")))
         cfg = e.get("config", {})
-        for name in ("partition_workers", "gpu_channel_capacity"):
-            if isinstance(cfg.get(name), int):
-                self.gauges.set("sealtop_knob_value", cfg[name], name)
+        for s in live_settings():
+            self._set_knob(s.name, cfg.get(s.name))
         # an engine starts running: paused reads 0 from the first scrape, not only after a pause
         self.gauges.set("sealtop_knob_value", 0, "paused")
-        self._set_budget(cfg.get("memory_budget"))
 
     def _job_submitted(self, e: dict[str, Any], change: object) -> None:
         self.jobs_submitted.inc()
@@ -243,22 +243,25 @@ class Exporter:
                     self.gauges.set(f"sealtop_gpu_{suffix}", float(v) * scale, gpu)
 
     def _knob(self, e: dict[str, Any], change: object = None) -> None:
-        name, new = str(e.get("name")), e.get("new")
-        if name == "memory_budget":
-            self._set_budget(new)
-        elif isinstance(new, bool):
-            self.gauges.set("sealtop_knob_value", 1 if new else 0, name)
-        elif isinstance(new, (int, float)):
-            self.gauges.set("sealtop_knob_value", new, name)
+        self._set_knob(str(e.get("name")), e.get("new"))
 
     def _error(self, e: dict[str, Any], change: object = None) -> None:
         self.errors.labels(str(e.get("where", "unknown"))).inc()
 
-    def _set_budget(self, value: Any) -> None:
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            self.gauges.set("sealtop_memory_budget_bytes", value)
-        else:
-            self.gauges.drop("sealtop_memory_budget_bytes")
+    def _set_knob(self, name: str, value: Any) -> None:
+        """A knob's value into its gauge: one of its own (absent while 0, e.g. an unlimited
+        budget), else sealtop_knob_value{knob=NAME} (paused: 1 or 0; a count as it is)."""
+        s = find(name)
+        own = s.knob.gauge if s is not None and s.knob is not None else ""
+        if own:
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                self.gauges.set(own, value)
+            else:
+                self.gauges.drop(own)
+        elif isinstance(value, bool):
+            self.gauges.set("sealtop_knob_value", 1 if value else 0, name)
+        elif isinstance(value, (int, float)):
+            self.gauges.set("sealtop_knob_value", value, name)
 
 
 _HANDLERS: dict[str, Callable[[Exporter, dict[str, Any], object], None]] = {

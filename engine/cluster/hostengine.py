@@ -30,6 +30,7 @@ from distributed import WorkerPlugin
 from engine.cluster.jobs import JobResult, JobSpec
 from engine.cluster.merge import TAG, wall_seconds
 from engine.config import EngineConfig
+from engine.settings import live_settings
 from engine.stream.schema import CANCELLED, TERMINAL
 from engine.stream.tap import Tap
 from kernels.textfmt import exc_line
@@ -262,12 +263,18 @@ def host_start(session: str = "", dask_worker: Any = None) -> dict[str, Any] | N
 CONTROLS = ("set_knob", "pause", "resume")
 
 
+def slot_knobs() -> tuple[str, ...]:
+    """The live knobs whose change resizes a farm host's Dask slots (the settings table says)."""
+    return tuple(s.name for s in live_settings() if s.knob is not None and s.knob.farm_slots)
+
+
 async def host_control(action: str, name: str = "", value: Any = None,
                        dask_worker: Any = None) -> dict[str, Any]:
     """Run on a worker by the client (Client.run): an operator's knob change, pause or resume
     on this host's Engine, which confirms it with its own ``knob`` event (forwarded like every
-    other). A partition_workers or gpu_channel_capacity change also resizes the host's Dask
-    slots (up to its Dask threads) unless host_slots fixes them, so placement follows the knob.
+    other). A change of a knob that sizes the host's slots (farm_slots in engine/settings.py:
+    partition_workers, gpu_channel_capacity) also resizes the host's Dask slots (up to its
+    Dask threads) unless host_slots fixes them, so placement follows the knob.
     Returns {"host", "error"}: error is "" when done, else one line saying why not."""
     plugin = dask_worker.plugins.get(PLUGIN)
     eng = plugin.engine if plugin is not None else None
@@ -284,7 +291,7 @@ async def host_control(action: str, name: str = "", value: Any = None,
             await loop.run_in_executor(None, getattr(eng, action))
     except (ValueError, TypeError) as exc:
         return {"host": host, "error": exc_line(exc)}
-    if action == "set_knob" and name in ("partition_workers", "gpu_channel_capacity"):
+    if action == "set_knob" and name in slot_knobs():
         await _resize_slots(dask_worker, eng.config)
     return {"host": host, "error": ""}
 

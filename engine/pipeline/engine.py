@@ -56,6 +56,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from engine import settings
 from engine.config import EngineConfig, check_knob, check_policy, validate_config
 from engine.pipeline import proving
 from engine.pipeline.channel import BoundedChannel, ChannelClosed
@@ -435,29 +436,43 @@ class Engine:
         return jid
 
     def set_knob(self, name: str, value: Any, source: str = "operator") -> None:
-        """Change partition_workers, gpu_channel_capacity or memory_budget while running."""
+        """Change a live knob (engine/settings.py: partition_workers, gpu_channel_capacity,
+        memory_budget) while running; the knob's applier puts the new value into effect."""
         value = check_knob(name, value)
-        if name == "memory_budget" and value:
-            with self._state:
-                need = max((p.nbytes for p in self._records.unended()), default=0)
-            if value < need:
-                raise ValueError(
-                    f"memory_budget {value} is smaller than one queued partition ({need} bytes)"
-                )
+        knob = settings.knob_of(name)
+        if knob.guard:
+            getattr(self, knob.guard)(value)
         with self._knob_lock:
             # the event goes out before the change takes effect, so no stage it allows (a new
             # synthesis, a fuller channel) precedes it in the stream
             old = getattr(self.config, name)
             self._emit(lambda t: events.knob(t, name, old, value, source))
             setattr(self.config, name, value)
-            if name == "partition_workers":
-                self.admission.resize(value)
-                with self._state:
-                    self._changed.notify_all()
-            elif name == "gpu_channel_capacity":
-                self.channel.resize(value)
-            else:
-                self.admission.set_budget(value)
+            getattr(self, knob.apply)(value)
+
+    # the appliers and guards the settings table names for its live knobs
+
+    def _apply_workers(self, value: int) -> None:
+        self.admission.resize(value)
+        with self._state:
+            self._changed.notify_all()
+
+    def _apply_channel(self, value: int) -> None:
+        self.channel.resize(value)
+
+    def _apply_budget(self, value: int) -> None:
+        self.admission.set_budget(value)
+
+    def _guard_budget(self, value: int) -> None:
+        """A budget (0 is none) must hold the largest partition not yet ended."""
+        if not value:
+            return
+        with self._state:
+            need = max((p.nbytes for p in self._records.unended()), default=0)
+        if value < need:
+            raise ValueError(
+                f"memory_budget {value} is smaller than one queued partition ({need} bytes)"
+            )
 
     def set_policy(self, name: str, value: str, source: str = "operator") -> None:
         """Change permit_release or dealloc between jobs: a benchmark's variants run in one
