@@ -1,4 +1,5 @@
-"""Saving the live knobs back into the operator's TOML config with tomlkit.
+"""Saving the live knobs (the settings table's, engine/settings.py) back into the operator's
+TOML config with tomlkit, each into its own table.
 
 tomlkit edits the parsed document in place, so comments, ordering, blank lines and the
 operator's spelling of values (a size written as "8GiB" stays a size string) survive. The file
@@ -14,9 +15,12 @@ from typing import Any
 import tomlkit
 
 from engine.atomic import atomic_write
+from engine.settings import live_settings
 
-TABLE = "engine"  # engine/config.py keeps the live knobs in [engine]
-SAVED_KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
+
+def saved_knobs() -> tuple[str, ...]:
+    """The knobs ctrl+s writes: every live knob of the settings table, in its order."""
+    return tuple(s.name for s in live_settings())
 
 
 class ConfigSaveError(Exception):
@@ -48,7 +52,8 @@ def names_jobs(path: str | os.PathLike[str]) -> bool:
 
 
 def save_knobs(path: str | os.PathLike[str], knobs: dict[str, Any]) -> list[str]:
-    """Write the knobs into [engine] of the TOML file at path (created if absent).
+    """Write the knobs, each into its table (all in [engine] today), of the TOML file at path
+    (created if absent). A size the file spells as a string stays a size string.
 
     Returns the names of the keys whose value changed.
     """
@@ -60,17 +65,18 @@ def save_knobs(path: str | os.PathLike[str], knobs: dict[str, Any]) -> list[str]
         raise ConfigSaveError(f"cannot read {p}: {exc}") from None
     except Exception as exc:  # tomlkit's parse errors
         raise ConfigSaveError(f"{p} is not valid TOML, not saving: {exc}") from None
-    table = doc.get(TABLE)
-    if table is None:
-        table = tomlkit.table()
-        doc[TABLE] = table
+    for setting in live_settings():  # the knobs' tables, made where the file has none
+        if doc.get(setting.table) is None:
+            doc[setting.table] = tomlkit.table()
     changed: list[str] = []
-    for name in SAVED_KNOBS:
+    for setting in live_settings():
+        name = setting.name
         if name not in knobs or knobs[name] is None:
             continue
+        table = doc[setting.table]
         value = knobs[name]
         old = table.get(name)
-        if name == "memory_budget" and isinstance(old, str):
+        if setting.unit == "bytes" and isinstance(old, str):
             value = _size_string(int(value))
         if old is not None and (old == value or str(old) == str(value)):
             continue

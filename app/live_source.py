@@ -139,9 +139,6 @@ def _parent(pid: int) -> int | None:
         return None
 
 
-GiB = 2**30
-KNOBS = ("partition_workers", "gpu_channel_capacity", "memory_budget")
-
 
 class LiveSource:
     """The live mode: the embedded engine, its stream, the state it folds into, the tuning."""
@@ -414,7 +411,7 @@ class LiveSource:
 
     def set_knob(self, name: str, value: Any) -> bool:
         """Ask the engine to change a knob; the engine's knob event confirms it in the log."""
-        from app.state import fmt_bytes
+        from app.knobs import show
 
         if self._refuse():
             return False
@@ -425,32 +422,23 @@ class LiveSource:
             self.app.notify(f"{name}: {exc}", severity="error")
             self.app.request_render()
             return False
-        shown = value
-        if name == "memory_budget":
-            shown = fmt_bytes(value) if value else "unlimited"
-        self.app.notify(f"{name} → {shown}", timeout=2)
+        self.app.notify(f"{name} → {show(name, value)}", timeout=2)
         return True
 
     def action_knob(self, name: str, direction: int) -> None:
-        """One step of a knob: ±1 for counts, ±1 GiB for the memory budget."""
-        from app.state import budget_bytes
+        """One step of a knob (app/knobs.py: ±1 for counts, ±1 GiB for the memory budget; an
+        unlimited budget becomes one just above the current use)."""
+        from app.knobs import least_text, next_value
 
         if self._refuse():
             return
         cur = self.state.knobs.get(name)
-        if name == "memory_budget":
-            b = budget_bytes(cur)
-            if b is None:  # unlimited: either key sets a budget just above the current use
-                b = (self.state.mem_total // GiB + 2) * GiB
-                direction = min(direction, 0)
-            new = max(GiB, (b // GiB + direction) * GiB)
-        else:
-            new = max(1, int(cur or 1) + direction)
+        new = next_value(name, cur, direction, self.state.mem_total)
         if new != cur:
             self.set_knob(name, new)
         else:  # a key at its end says so rather than doing nothing
-            least = "1 GiB (0 in the palette's Set memory_budget: none)" if name == "memory_budget" else "1"
-            self.app.notify(f"{name} is at its least, {least}", severity="warning", timeout=2)
+            self.app.notify(f"{name} is at its least, {least_text(name)}", severity="warning",
+                            timeout=2)
 
     def action_pause(self) -> None:
         if self._refuse():
@@ -522,8 +510,8 @@ class LiveSource:
         self.app.request_render()
 
     def prompt_knob(self, name: str) -> None:
+        from app.knobs import is_size, parse_answer, show, size_of
         from app.screens.prompt import PromptScreen
-        from app.state import budget_bytes, fmt_bytes
 
         if self._refuse():
             return
@@ -531,34 +519,26 @@ class LiveSource:
         def done(answer: str | None) -> None:
             if not answer:
                 return
-            value: Any = answer
-            if name != "memory_budget":
-                try:
-                    value = int(answer)
-                except ValueError:
-                    self.app.notify(f"{name} needs a whole number", severity="error")
-                    return
-            else:
-                from engine.config import parse_size
-
-                try:  # a typo must not read as 0, which is no budget at all
-                    value = parse_size(answer)
-                except ValueError as exc:
-                    self.app.notify(f"memory_budget: {exc}; 0 or unlimited for none",
-                                    severity="error")
-                    return
+            try:  # a count needs a whole number; a typed size must not read as 0 (no budget)
+                value = parse_answer(name, answer)
+            except ValueError as exc:
+                self.app.notify(str(exc), severity="error")
+                return
             self.set_knob(name, value)
 
         cur = self.state.knobs.get(name)
-        shown = fmt_bytes(budget_bytes(cur)) if name == "memory_budget" and budget_bytes(cur) else cur
+        shown = show(name, cur) if is_size(name) and size_of(cur) else cur
         self.app.push_screen(PromptScreen(f"{name} (now {shown})", value=""), done)
 
     def commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         """The palette's live commands (none in a read-only console)."""
         if self.readonly:
             return []
+        from app.knobs import knob_names  # the settings table's live knobs
+
         cmds: list[tuple[str, str, Callable[[], object]]] = [
-            (f"Set {n}…", f"Change {n} live", lambda n=n: self.prompt_knob(n)) for n in KNOBS]
+            (f"Set {n}…", f"Change {n} live", lambda n=n: self.prompt_knob(n))
+            for n in knob_names()]
         return cmds + [
             ("Pause / resume engine", "Stop or restart admissions", self.action_pause),
             ("Submit a job", "Queue one job of the config's preset", self.action_submit),

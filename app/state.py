@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app import history as _history
+from engine.settings import find, knob_names
 from engine.stream.fold import (
     Fold,
     JobRecord,
@@ -311,15 +312,12 @@ def budget_bytes(value: Any) -> int | None:
 
 
 def knobs_from_config(config: dict) -> dict[str, Any]:
-    """Initial values of the live knobs (and a few shown settings) from a session's config."""
+    """Initial values of the live knobs (the settings table's) from a session's config."""
     knobs: dict[str, Any] = {}
-    for k in ("partition_workers", "gpu_channel_capacity"):
+    for k in knob_names():
         v = find_config_value(config, k)
         if v is not None:
             knobs[k] = v
-    v = find_config_value(config, "memory_budget")
-    if v is not None:
-        knobs["memory_budget"] = v
     return knobs
 
 
@@ -331,7 +329,9 @@ def _log(state: DashboardState, t: float, level: str, text: str) -> None:
 
 
 def _fmt_val(name: str, v: Any) -> str:
-    if name == "memory_budget" and isinstance(v, (int, float)) and not isinstance(v, bool):
+    s = find(name)
+    if (s is not None and s.knob is not None and s.unit == "bytes"
+            and isinstance(v, (int, float)) and not isinstance(v, bool)):
         b = budget_bytes(v)
         return fmt_bytes(b) if b else "unlimited"
     return str(v)

@@ -16,6 +16,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from app.knobs import bindings as knob_bindings
 from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
 from app.state import DashboardState
 from app.widgets.eventlog import EventLog
@@ -68,13 +69,8 @@ class DashboardScreen(CtrlCQuits, Screen):
                 id="export-csv"),
         Binding("h", "history", "History", show=False, tooltip="History: the last hour as graphs, per host",
                 id="history"),
-        # live tuning
-        Binding("w", "app.knob('partition_workers', -1)", "Workers −1", show=False, id="workers-down"),
-        Binding("W", "app.knob('partition_workers', 1)", "Workers+", tooltip="Workers +1", id="workers-up"),
-        Binding("c", "app.knob('gpu_channel_capacity', -1)", "Channel −1", show=False, id="channel-down"),
-        Binding("C", "app.knob('gpu_channel_capacity', 1)", "Channel +1", show=False, id="channel-up"),
-        Binding("m", "app.knob('memory_budget', -1)", "Budget −1 GiB", show=False, id="budget-down"),
-        Binding("M", "app.knob('memory_budget', 1)", "Budget +1 GiB", show=False, id="budget-up"),
+        # live tuning: two keys per knob of the settings table (app/knobs.py)
+        *knob_bindings("app.knob"),
         Binding("p", "app.pause", "Pause", tooltip="Pause/resume the engine", id="pause"),
         Binding("n", "app.submit", "Submit", tooltip="Submit a job", id="submit"),
         Binding("a", "app.autofeed", "Auto-submit on/off", show=False, id="autofeed"),

@@ -25,16 +25,18 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from app.cluster_source import FarmFold
+from app.knobs import bindings as knob_bindings
+from app.knobs import knob_keys
+from app.knobs import next_value as step_knob
+from app.knobs import show as show_knob
 from app.screens.dashboard import DashboardScreen
 from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
-from app.state import DashboardState, budget_bytes, fmt_bytes
+from app.state import DashboardState
 from app.widgets.eventlog import EventLog
 from app.widgets.hosts import farm_line, hosts_table
 from engine.cluster.hosts import HostsState
 
 Events = Callable[[], list[dict]]
-GiB = 2**30
-COUNT_KNOBS = ("partition_workers", "gpu_channel_capacity")
 
 
 def session_events(app: Any) -> list[dict]:
@@ -63,16 +65,9 @@ def _tunable(app: Any) -> bool:
 
 
 def next_value(state: DashboardState, name: str, direction: int) -> Any:
-    """One step of a knob from a host's current value: ±1 for counts, ±1 GiB for the budget
-    (an unlimited budget becomes one just above the host's current use)."""
-    cur = state.knobs.get(name)
-    if name == "memory_budget":
-        b = budget_bytes(cur)
-        if b is None:
-            b = (state.mem_total // GiB + 2) * GiB
-            direction = min(direction, 0)
-        return max(GiB, (b // GiB + direction) * GiB)
-    return max(1, int(cur or 1) + direction)
+    """One step of a knob from a host's current value (app/knobs.py: ±1 for counts, ±1 GiB
+    for the budget; an unlimited budget becomes one just above the host's current use)."""
+    return step_knob(name, state.knobs.get(name), direction, state.mem_total)
 
 
 def nudge_hosts(app: Any, fold: FarmFold, hosts: list[str], name: str, direction: int) -> None:
@@ -89,7 +84,7 @@ def nudge_hosts(app: Any, fold: FarmFold, hosts: list[str], name: str, direction
         except Exception as exc:  # noqa: BLE001 - a bad value or a gone farm: say why
             app.notify(f"{name}: {exc}", severity="error")
             return
-        said.append(f"{h} {fmt_bytes(new) if name == 'memory_budget' else new}")
+        said.append(f"{h} {show_knob(name, new)}")
     if said:
         app.notify(f"{name} → " + ", ".join(said), timeout=2)
 
@@ -129,10 +124,7 @@ class HostsScreen(CtrlCQuits, Screen):
                 id="hosts-drill"),
         Binding("asterisk", "toggle_all", "Knobs: host / all",
                 tooltip="Knobs go to the chosen host, or to every host", id="hosts-all"),
-        Binding("W", "knob('partition_workers', 1)", "Workers +1", id="hosts-workers-up"),
-        Binding("w", "knob('partition_workers', -1)", "Workers −1", id="hosts-workers-down"),
-        Binding("C", "knob('gpu_channel_capacity', 1)", "Channel +1", id="hosts-channel-up"),
-        Binding("c", "knob('gpu_channel_capacity', -1)", "Channel −1", id="hosts-channel-down"),
+        *knob_bindings("knob", "hosts-", up_first=True, hosts_view=True, footer=False),
         Binding("p", "pause", "Pause/resume", tooltip="Pause/resume the chosen host(s)",
                 id="hosts-pause"),
         Binding("n", "app.submit", "Submit", tooltip="Submit a job to the farm", id="hosts-submit"),
@@ -254,7 +246,7 @@ class HostsScreen(CtrlCQuits, Screen):
 
 # ---- one host's dashboard ---------------------------------------------------------------------
 
-_HOST_KEYS = {"W", "w", "C", "c", "M", "m", "p", "h", "escape"}
+_HOST_KEYS = knob_keys() | {"p", "h", "escape"}
 
 
 class HostDashboardScreen(DashboardScreen):
@@ -268,18 +260,7 @@ class HostDashboardScreen(DashboardScreen):
                 tooltip="Restore panels / clear filter, else back to the hosts", id="host-back"),
         Binding("h", "history", "History", show=False, tooltip="This host's history",
                 id="host-history"),
-        Binding("W", "host_knob('partition_workers', 1)", "Workers+", tooltip="Workers +1",
-                id="host-workers-up"),
-        Binding("w", "host_knob('partition_workers', -1)", "Workers −1", show=False,
-                id="host-workers-down"),
-        Binding("C", "host_knob('gpu_channel_capacity', 1)", "Channel +1", show=False,
-                id="host-channel-up"),
-        Binding("c", "host_knob('gpu_channel_capacity', -1)", "Channel −1", show=False,
-                id="host-channel-down"),
-        Binding("M", "host_knob('memory_budget', 1)", "Budget +1 GiB", show=False,
-                id="host-budget-up"),
-        Binding("m", "host_knob('memory_budget', -1)", "Budget −1 GiB", show=False,
-                id="host-budget-down"),
+        *knob_bindings("host_knob", "host-", up_first=True),
         Binding("p", "host_pause", "Pause", tooltip="Pause/resume this host", id="host-pause"),
         *[b for b in DashboardScreen.BINDINGS if b.key not in _HOST_KEYS],
     ]

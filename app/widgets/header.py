@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from app.state import SHOWN_CONFIG, DashboardState, find_config_value, fmt_bytes
+from app.knobs import header_text, knob_names
+from app.state import SHOWN_CONFIG, DashboardState, find_config_value
 from app.widgets.base import StatePanel
 from app.widgets.render import Palette, stack
 
@@ -98,13 +99,8 @@ class HeaderBar(StatePanel):
         else:
             segs.append((4, Text("no GPU", style=pal.dim)))
         status = fit_line(segs, width, lead=lead)
-        kn = state.knobs
-        budget = state.memory_budget
-        ks: list[Segment] = [
-            (0, Text(f"workers {kn.get('partition_workers', '–')}", style="bold")),
-            (0, Text(f"channel {kn.get('gpu_channel_capacity', '–')}", style="bold")),
-            (0, Text(f"budget {fmt_bytes(budget) if budget else 'unlimited'}", style="bold")),
-        ]
+        ks: list[Segment] = [(0, Text(header_text(name, state.knobs), style="bold"))
+                             for name in knob_names()]
         if ctx.readonly:
             ks.insert(0, (0, Text("READONLY", style=f"bold {pal.warn}")))
         for key in SHOWN_CONFIG:
