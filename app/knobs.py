@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from app.state import budget_bytes
 from engine.settings import Setting, find, format_size, knob_of, live_settings, parse_size
 from kernels.textfmt import fmt_bytes
 
@@ -84,30 +85,13 @@ def knob_keys() -> set[str]:
     return {key for s in live_settings() if s.knob for key in s.knob.keys}
 
 
-def size_of(value: Any) -> int | None:
-    """A size knob's value as bytes (ints are bytes, strings like "64GiB" are parsed); None
-    when unset or 0, which the engine means as unlimited."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = parse_size(value)
-        except ValueError:
-            return None
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        return None
-    return v if v > 0 else None
-
-
 def next_value(name: str, current: Any, direction: int, mem_total: int) -> int:
     """One key step of a knob from its current value: ±step, never below its least. A size
     with no limit becomes one just above the memory in use (``mem_total`` bytes); either key
     does so."""
     k = knob_of(name)
     if is_size(name):
-        b = size_of(current)
+        b = budget_bytes(current)
         if b is None:
             b = (mem_total // k.step + 2) * k.step
             direction = min(direction, 0)
@@ -127,7 +111,7 @@ def least_text(name: str) -> str:
 def show(name: str, value: Any) -> str:
     """A knob's value for the header, a notice or the log: a size as bytes or "unlimited"."""
     if is_size(name):
-        b = size_of(value)
+        b = budget_bytes(value)
         return fmt_bytes(b) if b else "unlimited"
     return str(value)
 

@@ -510,8 +510,9 @@ class LiveSource:
         self.app.request_render()
 
     def prompt_knob(self, name: str) -> None:
-        from app.knobs import is_size, parse_answer, show, size_of
+        from app.knobs import is_size, parse_answer, show
         from app.screens.prompt import PromptScreen
+        from app.state import budget_bytes
 
         if self._refuse():
             return
@@ -527,7 +528,7 @@ class LiveSource:
             self.set_knob(name, value)
 
         cur = self.state.knobs.get(name)
-        shown = show(name, cur) if is_size(name) and size_of(cur) else cur
+        shown = show(name, cur) if is_size(name) and budget_bytes(cur) else cur
         self.app.push_screen(PromptScreen(f"{name} (now {shown})", value=""), done)
 
     def commands(self) -> list[tuple[str, str, Callable[[], object]]]:
