@@ -276,12 +276,16 @@ def _compress_count(block: tuple[int, ...], state: tuple[Word, ...]) -> tuple[in
     return counter.n, out
 
 
-def sha256_constraints(message: tuple[int, ...]) -> int:
-    """Constraints of bellperson's ``sha256`` gadget over ``message`` (a bit string, each bit
-    0/1 for a constant or 2 for a variable): Merkle-Damgard padding with constants, then one
-    compression per 512-bit block from the constant IV."""
+def sha256_count(message: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+    """(constraints, digest bits) of bellperson's ``sha256`` gadget over ``message``, a bit
+    string (big-endian within bytes, as the gadget takes it) where each bit is 0 or 1 for a
+    constant or 2 for a variable: Merkle-Damgard padding with constants, then one compression
+    per 512-bit block from the constant IV. A digest bit is 0/1 where the gadget folds it to a
+    constant, so an all-constant message yields its real SHA-256 at no cost."""
     if len(message) % 8:
         raise ValueError("sha256 input must be whole bytes")
+    if any(b not in (_F, _T, _V) for b in message):
+        raise ValueError("sha256 message bits are 0, 1 (constants) or 2 (a variable)")
     length = len(message)
     pad_zeros = (-(length + 1 + 64)) % 512
     padded = message + (_T,) + (_F,) * pad_zeros + tuple((length >> i) & 1 for i in range(63, -1, -1))
@@ -290,7 +294,12 @@ def sha256_constraints(message: tuple[int, ...]) -> int:
     for off in range(0, len(padded), 512):
         n, state = _compress_count(padded[off : off + 512], state)
         total += n
-    return total
+    return total, tuple(b for word in state for b in reversed(word))
+
+
+def sha256_constraints(message: tuple[int, ...]) -> int:
+    """Constraints of bellperson's ``sha256`` gadget over ``message`` (see :func:`sha256_count`)."""
+    return sha256_count(message)[0]
 
 
 def _field_bits_be() -> tuple[int, ...]:
@@ -442,6 +451,14 @@ def _poseidon_path(part: str, levels: list[int], uses: int) -> list[Row]:
     bits = sum(a.bit_length() - 1 for a in levels)
     rows.append(Row(part, "path packing + root equality", uses, pack_into_inputs_constraints(bits) + 1))
     return rows
+
+
+def por_constraints(levels: list[int], private: bool = True) -> int:
+    """``PoRCircuit::synthesize`` (por.rs) for a Poseidon tree whose path has a level of each
+    arity in ``levels`` (leaf first): what :func:`stacked_constraints` charges per inclusion
+    proof, plus the root's ``inputize`` when the root is public (Filecoin's PoR tests)."""
+    rows = _poseidon_path("", levels, 1)
+    return sum(r.constraints for r in rows) + (0 if private else 1)
 
 
 def _column_hash(layers: int) -> int:
