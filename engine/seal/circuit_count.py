@@ -4,7 +4,9 @@ counted gadget by gadget the way bellperson synthesizes it, without building it.
 Every number here is derived from the gadget code it models (file and function named in each
 docstring); none is fitted to a total. The totals Filecoin's own tests assert are the check:
 ``storage-proofs-porep/tests/stacked_circuit.rs`` (8 nodes, 2 layers, 1 challenge, tree 8-0-0:
-22 inputs, 1,199,620 constraints) and the 32 GiB V1_1 partition (130,278,869).
+22 inputs, 1,199,620 constraints) and the 32 GiB V1_1 partition (fil-proofs-tooling's
+``circuitinfo``: 130,278,541 constraints and 328 inputs; 130,278,869 rows in the Groth16 R1CS,
+which adds one per input).
 
 Two gadgets cannot be counted by a closed formula, because bellperson folds constant bits:
 SHA-256 (a label hashes a message where the layer index and the padding are constants, and
