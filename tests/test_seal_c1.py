@@ -348,3 +348,19 @@ def test_tree_shapes_of_every_registered_size() -> None:
     assert tree_shape(seal_proof("StackedDrg512MiBV1_1")) == ("Single", [8] * 8)
     assert tree_shape(seal_proof("StackedDrg32GiBV1_1")) == ("Sub", [8] * 9 + [8])
     assert tree_shape(seal_proof("StackedDrg64GiBV1")) == ("Top", [8] * 9 + [8, 2])
+
+
+def test_zero_comm_d_of_512mib_is_filecoins_zero_piece_cid() -> None:
+    """The 512 MiB all-zero sector's comm_d (what `sealtop seal --sector-size 512MiB --zero`
+    printed, docs/BENCHMARKS.md) is the digest inside Filecoin's published zero piece CID."""
+    import base64
+
+    from engine.seal.commitments import zero_comm_d
+
+    cid = "baga6ea4seaqdsvqopmj2soyhujb72jza76t4wpq5fzifvm3ctz47iyytkewnubq"
+    body = cid[1:].upper()
+    raw = base64.b32decode(body + "=" * (-len(body) % 8))
+    # CIDv1, fil-commitment-unsealed (0xf101), sha2-256-trunc254-padded (0x1012), 32 bytes
+    assert raw[:6] == bytes([0x01, 0x81, 0xE2, 0x03, 0x92, 0x20]) and raw[6] == 32
+    assert zero_comm_d(512 << 20) == raw[7:]
+    assert zero_comm_d(2048) == ZERO_COMM_D_2KIB
