@@ -264,6 +264,10 @@ def test_merkle_proofs_verify_and_reject_tampering(kind: str) -> None:
         assert not verify_proof(p, _flip(tree.root))
         assert not verify_proof(_tampered(p, siblings=p.siblings[:-1]), tree.root)
         assert not verify_proof(_tampered(p, hasher=POSEIDON if kind == SHA256 else SHA256), tree.root)
+        if kind == POSEIDON:  # a sibling that is not a field element is refused, not raised
+            sib = list(p.siblings)
+            sib[0] = (R_MOD.to_bytes(32, "little"), *sib[0][1:])
+            assert not verify_proof(_tampered(p, siblings=tuple(sib)), tree.root)
     with pytest.raises(ValueError):
         tree.proof(128)
 
