@@ -91,15 +91,15 @@ def compile_in_child(report: Callable[[Progress], None], code: str = WARM_CODE,
 
 
 def compile_in_children(report: Callable[[Progress], None], codes: list[str], total: int,
-                        tick_s: float = TICK_S,
-                        stop: threading.Event | None = None) -> Progress:
+                        tick_s: float = TICK_S, stop: threading.Event | None = None,
+                        env: dict[str, str] | None = None) -> Progress:
     """Run each of ``codes`` in a child Python at once, calling ``report`` on every line one
     prints and at least every ``tick_s`` seconds with the elapsed time; returns the final
     Progress. A child that fails is reported (``failed``: its last line), not raised, and the
     others are stopped: the engine then compiles in-process as before."""
     p = Progress(total=total)
     t0 = time.monotonic()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     children: list[subprocess.Popen] = []
     try:
         for code in codes:
@@ -161,12 +161,15 @@ def _stop_all(children: list[subprocess.Popen]) -> None:
 
 
 def compile_first(report: Callable[[Progress], None], stop: threading.Event | None = None,
-                  tick_s: float = TICK_S) -> Progress:
-    """The warm-up's first part, one child per lane at once; stamped when every lane is done."""
-    from engine.warmup import lanes, mark_warm, steps
+                  tick_s: float = TICK_S, params: str | None = None) -> Progress:
+    """The warm-up's first part, one child per lane at once; stamped when every lane is done.
+    ``params``: the engine's key cache, where the first part then leaves the first preset's key
+    (and circuit) for the engine to load instead of making it again."""
+    from engine.warmup import PARAMS_ENV, lanes, mark_warm, steps
 
     p = compile_in_children(report, [_part_code("first", n) for n in lanes("first")],
-                            len(steps("first")), tick_s, stop)
+                            len(steps("first")), tick_s, stop,
+                            env={PARAMS_ENV: params} if params else None)
     if p.finished:
         mark_warm("first", p.elapsed)
     return p

@@ -26,8 +26,9 @@ def _alive(pid: int) -> bool:
 def test_the_first_part_counts_and_names_every_step(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     seen: list[Progress] = []
+    params = tmp_path / "params"
     final = compile_first(lambda p: seen.append(Progress(**{**vars(p), "running": list(p.running)})),
-                          tick_s=0.2)
+                          tick_s=0.2, params=str(params))
     names = [s.name for s in warmup.steps("first")]
     assert final.finished and not final.failed, final.failed
     assert final.done == final.total == len(names)
@@ -39,6 +40,13 @@ def test_the_first_part_counts_and_names_every_step(tmp_path, monkeypatch):
             assert p.text().endswith("compiling " + ", ".join(p.running))
     assert {n for p in seen for n in p.running} == set(names)  # each step was shown running
     assert warmup.is_warm("first") and not warmup.is_warm("rest") and not warmup.is_warm()
+    # the first preset's key is left where the engine looks for it, and it loads
+    from engine.pipeline import proving
+    from engine.pipeline.circuits import circuit_cache_dir, resolve
+
+    circuit = resolve.__wrapped__(warmup.WARM_PRESET, circuit_cache_dir(params))
+    path = proving.key_path(params, circuit.name, circuit.r1cs)
+    assert path.is_file() and proving.ensure_key(circuit, params)[0] == path
 
 
 def test_the_rest_compiles_in_the_background_and_stops(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ oracles: Python ints for Fr32 and Fr, hashlib for SHA-256, the Python-int neptun
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import struct
@@ -33,7 +34,7 @@ from engine.seal.poseidon_sparse import (
     sparse_constants,
     sparse_hash_reference,
 )
-from engine.seal.registry import SEAL_PROOFS, by_size
+from engine.seal.registry import API_V1_0, API_V1_1, SEAL_PROOFS, by_size
 from engine.seal.trees import (
     POSEIDON,
     SHA256,
@@ -263,6 +264,10 @@ def test_merkle_proofs_verify_and_reject_tampering(kind: str) -> None:
         assert not verify_proof(p, _flip(tree.root))
         assert not verify_proof(_tampered(p, siblings=p.siblings[:-1]), tree.root)
         assert not verify_proof(_tampered(p, hasher=POSEIDON if kind == SHA256 else SHA256), tree.root)
+        if kind == POSEIDON:  # a sibling that is not a field element is refused, not raised
+            sib = list(p.siblings)
+            sib[0] = (R_MOD.to_bytes(32, "little"), *sib[0][1:])
+            assert not verify_proof(_tampered(p, siblings=tuple(sib)), tree.root)
     with pytest.raises(ValueError):
         tree.proof(128)
 
@@ -324,6 +329,30 @@ def test_labels_match_the_rule(source: str) -> None:
     # the labels depend on the replica id
     other = label_layers(proof, _flip(rid), parents)
     assert not np.array_equal(other[0, 1:], labels[0, 1:])
+
+
+# Filecoin's own label vectors: the last label of the last of 11 layers over 64 and 128 nodes,
+# replica id [9; 32], porep id [0; 32] (V1) or [123; 32] (V1_1), as Fr limbs little-endian.
+# Stated in storage-proofs-porep/tests/stacked_vanilla.rs (test_stacked_porep_generate_labels)
+# and create_label/multi.rs (test_create_labels).
+FILECOIN_LAST_LABELS = [
+    (64, 0, API_V1_0, (0xD3FAA96B9A0FBA04, 0xEA81A283D106485E, 0xE3D51B9AFA5AC2B3, 0x0462F4F4F1A68D37)),
+    (128, 0, API_V1_0, (0x7E191E52C4A8DA86, 0x5AE8A1C9E6FAC148, 0xCE239F3B88A894B8, 0x234C00D1DC1D53BE)),
+    (64, 123, API_V1_1, (0xABB3F38BB70DEFCF, 0x777A2E4D7769119F, 0x3448959D495490BC, 0x06021188C7A71CB5)),
+    (128, 123, API_V1_1, (0x22AB81CF68C4676D, 0x7A77A82FC7C9C189, 0xC6C03D32C1E42D23, 0x0F777C18CC2C55BD)),
+]
+
+
+@pytest.mark.parametrize("nodes,porep_byte,api,limbs", FILECOIN_LAST_LABELS)
+def test_labels_equal_filecoins_vectors(nodes: int, porep_byte: int, api: str,
+                                        limbs: tuple[int, ...]) -> None:
+    proof = dataclasses.replace(by_size(2 * KIB), sector_size=32 * nodes, nodes=nodes, layers=11,
+                                porep_id=bytes([porep_byte] * 32), api_version=api)
+    labels = label_layers(proof, bytes([9] * 32), sdr_parents(proof))
+    assert bytes(labels[-1, -1]) == b"".join(x.to_bytes(8, "little") for x in limbs)
+    # and one layer fewer is a different label: the vector pins the layer count too
+    fewer = dataclasses.replace(proof, layers=10)
+    assert bytes(label_layers(fewer, bytes([9] * 32), sdr_parents(fewer))[-1, -1]) != bytes(labels[-1, -1])
 
 
 def test_label_inputs_are_checked() -> None:
