@@ -436,8 +436,8 @@ class Engine:
         return jid
 
     def set_knob(self, name: str, value: Any, source: str = "operator") -> None:
-        """Change a live knob (engine/settings.py: partition_workers, gpu_channel_capacity,
-        memory_budget) while running; the knob's applier puts the new value into effect."""
+        """Change a live knob of the settings table (engine/settings.py) while running: its
+        check, its guard, the knob event, the config's value, then its applier."""
         value = check_knob(name, value)
         knob = settings.knob_of(name)
         if knob.guard:
