@@ -110,6 +110,25 @@ def test_the_tuning_keys_and_texts_are_the_ones_operators_know():
         ("m", "Budget −1 GiB", False, "", "budget-down"),
         ("M", "Budget +1 GiB", False, "", "budget-up"),
     ]
+    from app.screens.hosts import HostDashboardScreen, HostsScreen
+
+    got = [(b.key, b.description, b.show, b.id) for b in HostsScreen.BINDINGS
+           if "knob(" in b.action]
+    assert got == [
+        ("W", "Workers +1", True, "hosts-workers-up"),
+        ("w", "Workers −1", True, "hosts-workers-down"),
+        ("C", "Channel +1", True, "hosts-channel-up"),
+        ("c", "Channel −1", True, "hosts-channel-down"),
+    ]
+    got = [(b.key, b.description, b.show, b.id) for b in HostDashboardScreen.BINDINGS
+           if "knob(" in b.action]
+    assert got == [
+        ("W", "Workers+", True, "host-workers-up"), ("w", "Workers −1", False, "host-workers-down"),
+        ("C", "Channel +1", False, "host-channel-up"),
+        ("c", "Channel −1", False, "host-channel-down"),
+        ("M", "Budget +1 GiB", False, "host-budget-up"),
+        ("m", "Budget −1 GiB", False, "host-budget-down"),
+    ]
 
 
 def test_every_live_knob_has_a_prompt_a_gauge_a_header_place_and_is_saved(tmp_path):
