@@ -1,21 +1,31 @@
-"""The sector's parent graph, seeded: Filecoin's SDR shape (a DRG of base parents plus an
-expander), with our own generator.
+"""The sector's parent graph, seeded: the parents of every node, which labelling hashes and the
+verifier recomputes from the seed alone, in O(degree).
 
-- Base (DRG) parents of node v are earlier nodes: the first is v − 1 (so labelling is
-  sequential), the others are drawn by bucket sampling (a distance 2^(j−1) ≤ d < 2^j for a random
-  bucket j, as in a bucket-sampling DRG). Nodes 0 and 1 have only node 0 as parent.
-- Expander parents of node v are any nodes (their labels come from the previous layer).
+A graph of Filecoin's degrees (6 base parents, 8 expander parents) is Filecoin's SDR graph
+(engine/seal/graph.py) with the seed as its porep id: the bucket-sampling DRG and the Feistel
+expander keyed as Filecoin keys them. Seeded with a registered proof's porep id over that proof's
+node count, it is that proof's graph parent for parent (see ``params.default_graph_seed``).
 
-Every value comes from BLAKE2b of the graph seed, a tag and the node, so a verifier recomputes
-any node's parents from the seed alone, in O(degree).
+Other degrees (the small presets' shapes, which Filecoin has no graph for) keep a look-alike:
+- base parents of node v are earlier nodes: the first is v − 1 (so labelling is sequential), the
+  others drawn by bucket sampling (a distance 2^(j−1) ≤ d < 2^j for a random bucket j); nodes 0
+  and 1 have only node 0 as parent;
+- expander parents of node v are any nodes (their labels come from the previous layer);
+every value from BLAKE2b of the graph seed, a tag and the node.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
+
+from engine.seal import graph as sdr
+from engine.seal.registry import SEAL_PROOFS, SealProof
 
 MAX_DEGREE = 64
+SDR_DEGREES = (6, 8)  # Filecoin's base and expander degrees: such a graph is an SDR graph
 
 
 def seeded_u64s(seed: bytes, tag: bytes, index: int, count: int) -> list[int]:
@@ -51,9 +61,21 @@ class ParentGraph:
         if not 0 <= node < self.num_nodes:
             raise ValueError(f"node {node} is outside the graph (0..{self.num_nodes - 1})")
 
+    @cached_property
+    def sdr_shape(self) -> SealProof | None:
+        """The SDR graph this is (the seed as porep id, this node count), or None for a
+        look-alike of other degrees."""
+        if (self.base_degree, self.exp_degree) != SDR_DEGREES or self.num_nodes > 0xFFFFFFFF:
+            return None
+        template = SEAL_PROOFS["StackedDrg32GiBV1_1"]
+        return dataclasses.replace(template, name="sealtop-graph", porep_id=self.seed,
+                                   nodes=self.num_nodes, sector_size=32 * self.num_nodes)
+
     def base_parents(self, node: int) -> list[int]:
         """The DRG parents of ``node``: all below it (node 0 has itself, never challenged)."""
         self._check(node)
+        if self.sdr_shape is not None:
+            return self.parents(node)[: self.base_degree]
         d = self.base_degree
         if d == 0:
             return []
@@ -70,8 +92,13 @@ class ParentGraph:
     def exp_parents(self, node: int) -> list[int]:
         """The expander parents of ``node``: any nodes, read one layer down."""
         self._check(node)
+        if self.sdr_shape is not None:
+            return self.parents(node)[self.base_degree:]
         return [v % self.num_nodes for v in seeded_u64s(self.seed, b"expander", node, self.exp_degree)]
 
     def parents(self, node: int) -> list[int]:
         """Base parents, then expander parents (the order of the public inputs and columns)."""
+        if self.sdr_shape is not None:
+            self._check(node)
+            return sdr.node_parents(self.sdr_shape, node)
         return self.base_parents(node) + self.exp_parents(node)

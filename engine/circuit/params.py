@@ -15,6 +15,7 @@ import hashlib
 from dataclasses import dataclass
 
 from engine.circuit.poseidon_params import ARITIES
+from engine.seal.registry import SEAL_PROOFS
 
 LAYER_BITS = 4  # layer indices 1..15 fit in the low nibble of the u32 in the label message
 LABEL_PARENTS = 37  # parent entries in a SHA-256 label message with parents (Filecoin's)
@@ -86,7 +87,14 @@ def preset_partitions(preset: str) -> int:
 
 
 def default_graph_seed(p: PorepParams) -> bytes:
-    """The graph of a shape (Filecoin seeds its graph per proof type, the porep_id)."""
+    """The graph of a shape. Filecoin seeds its graph per proof type (the porep id): a shape of
+    Filecoin's degrees whose node count is a registered V1_1 proof's (medium: 2 KiB, porep-32g:
+    32 GiB) takes that proof's porep id, so its graph is Filecoin's; any other shape a seed of
+    its own."""
+    if (p.base_parents, p.exp_parents) == (6, 8):
+        for proof in SEAL_PROOFS.values():
+            if proof.v1_1 and proof.nodes == p.num_nodes:
+                return proof.porep_id
     return hashlib.sha256(f"sealtop graph:{p.log2_nodes}:{p.base_parents}:{p.exp_parents}".encode()).digest()
 
 

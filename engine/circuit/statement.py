@@ -14,26 +14,23 @@ Challenges are in 1..N−1: node 0 is never challenged (its label hashes no pare
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 from engine.circuit.graph import ParentGraph
 from engine.circuit.params import PorepParams, preset_params
+from engine.seal.challenges import challenge_nodes
 from kernels.constants import R_MOD
 
 
 def derive_challenges(p: PorepParams, replica_id: int, challenge_seed: bytes, partition: int) -> list[int]:
-    """The partition's challenged nodes, from the replica id, the challenge seed and the index."""
+    """The partition's challenged nodes, from the replica id, the challenge seed and the index,
+    by Filecoin's interactive PoRep rule (engine/seal/challenges.py)."""
     if len(challenge_seed) != 32:
         raise ValueError(f"a challenge seed is 32 bytes, got {len(challenge_seed)}")
     if partition < 0:
         raise ValueError(f"partition index must be non-negative, got {partition}")
-    out = []
-    for i in range(p.challenges):
-        h = hashlib.sha256(b"sealtop porep challenge" + replica_id.to_bytes(32, "little") + challenge_seed
-                           + partition.to_bytes(8, "little") + i.to_bytes(8, "little")).digest()
-        out.append(int.from_bytes(h, "little") % (p.num_nodes - 1) + 1)
-    return out
+    return challenge_nodes(p.num_nodes, p.challenges, replica_id.to_bytes(32, "little"),
+                           challenge_seed, partition)
 
 
 @dataclass(frozen=True)

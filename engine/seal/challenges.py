@@ -21,13 +21,21 @@ def interactive_challenges(proof: SealProof, replica_id: bytes, seed: bytes, k: 
         raise ValueError(f"seed must be 32 bytes, not {len(seed)}")
     if not 0 <= k < proof.partitions:
         raise ValueError(f"partition {k} is outside {proof.name}'s 0..{proof.partitions - 1}")
+    return challenge_nodes(proof.nodes, proof.challenges, replica_id, seed, k)
+
+
+def challenge_nodes(nodes: int, per_partition: int, replica_id: bytes, seed: bytes,
+                    k: int) -> list[int]:
+    """The rule itself over any sector of ``nodes`` nodes with ``per_partition`` challenges a
+    partition (the synthetic porep presets use it too)."""
+    if (k + 1) * per_partition > 1 << 32:
+        raise ValueError(f"partition {k}: challenge indices past u32")
     prefix = hashlib.sha256(replica_id + seed)
     out: list[int] = []
-    for i in range(proof.challenges):
-        j = proof.challenges * k + i
+    for i in range(per_partition):
         h = prefix.copy()
-        h.update(struct.pack("<I", j))
-        out.append(int.from_bytes(h.digest(), "little") % (proof.nodes - 1) + 1)
+        h.update(struct.pack("<I", per_partition * k + i))
+        out.append(int.from_bytes(h.digest(), "little") % (nodes - 1) + 1)
     return out
 
 
