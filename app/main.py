@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from engine.cli_common import CONSOLE_VERBS, OneLineParser
+from engine.verbs.common import CONSOLE_VERBS, OneLineParser
 
 # How each console verb is called, for --help (every verb of CONSOLE_VERBS has a line).
 CONSOLE_USAGE = {"replay": "replay FILE", "compare": "compare A B", "attach": "attach", "serve": "serve"}
@@ -20,7 +20,7 @@ CONSOLE_USAGE = {"replay": "replay FILE", "compare": "compare A B", "attach": "a
 
 def epilog() -> str:
     """--help's list of every verb: the console's, then the headless CLI's (engine/cli.py)."""
-    from engine.cli import headless_verbs
+    from engine.verbs.cli import headless_verbs
 
     console = ", ".join(CONSOLE_USAGE[v] for v in CONSOLE_VERBS)
     headless = ", ".join("replay FILE --summary" if v == "replay" else v for v in headless_verbs())
@@ -120,7 +120,7 @@ def is_console(argv: list[str]) -> bool:
 
 def _cli(argv: list[str]) -> int:
     try:
-        from engine.cli import main as cli_main
+        from engine.verbs.cli import main as cli_main
     except ImportError as exc:
         print(f"sealtop: the headless verbs are not available ({exc})", file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from app.main import refresh_seconds
-from engine.cli_common import OneLineParser
+from engine.verbs.common import OneLineParser
 from themes import THEME_NAMES
 
 THEME_CHOICES = tuple(THEME_NAMES)

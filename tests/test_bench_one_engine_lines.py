@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from engine.bench_pipeline import _SaidJobs
+from engine.verbs.bench_pipeline import _SaidJobs
 
 
 def test_said_jobs_waits_for_the_lines_of_the_jobs_asked():
@@ -37,8 +37,8 @@ def test_said_jobs_waits_for_the_lines_of_the_jobs_asked():
 def test_one_engine_progress_lines_sit_under_their_variants(tmp_path, monkeypatch, capsys):
     """On a loaded machine the progress thread lags the stream: made so here (each batch of
     lines held back a moment), the headers must still come above their variants' lines."""
-    import engine.runner as runner
-    from engine.bench_pipeline import Bench, bench_matrix
+    import engine.verbs.runner as runner
+    from engine.verbs.bench_pipeline import Bench, bench_matrix
 
     take = runner._Progress.take
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import bench_prove
-from engine.cli import main
 from engine.pipeline import proving
+from engine.verbs import bench_prove
+from engine.verbs.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from engine.verbs.cli import main
 from kernels.constants import R_MOD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +31,7 @@ def _env() -> dict:
     return env
 
 
-# prove's and setup's progress lines on a pipe (engine/cli_progress.py): "prove 2/5: ... [0.3 s]"
+# prove's and setup's progress lines on a pipe (engine/verbs/progress.py): "prove 2/5: ... [0.3 s]"
 PROGRESS = re.compile(r"^(prove|setup) \d+/\d+: .* \[\d+\.\d s\]$")
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from app.main import main as sealtop
-from engine.cli import all_verbs, headless_verbs
-from engine.cli import main as engine_main
-from engine.cli_common import CONSOLE_VERBS
-from engine.cli_progress import Steps
+from engine.verbs.cli import all_verbs, headless_verbs
+from engine.verbs.cli import main as engine_main
+from engine.verbs.common import CONSOLE_VERBS
+from engine.verbs.progress import Steps
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRESS = re.compile(r"^(prove|setup) (\d+)/(\d+): (.*) \[(\d+\.\d) s\]$")

@@ -28,7 +28,6 @@ pytest.importorskip("distributed")
 from engine.cluster import ClusterError  # noqa: E402
 from engine.cluster.farm import Farm  # noqa: E402
 from engine.cluster.jobs import PROOF_BYTES  # noqa: E402
-from engine.cluster.run import run_farm  # noqa: E402
 from engine.config import EngineConfig  # noqa: E402
 from engine.groth16.verify import verify  # noqa: E402
 from engine.pipeline.circuits import circuit_cache_dir, resolve  # noqa: E402
@@ -37,6 +36,7 @@ from engine.pipeline.shm import list_ours, prefix_for  # noqa: E402
 from engine.stream.reader import read_recording  # noqa: E402
 from engine.stream.schema import check_event  # noqa: E402
 from engine.stream.summary import final_counters, render_all  # noqa: E402
+from engine.verbs.farm_run import run_farm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESET, PARTS = "tiny", 2
@@ -247,7 +247,7 @@ def test_a_late_host_takes_work(farm, tmp_path, capsys):
     --cluster` sends it work and reports the farm's figures."""
     import json
 
-    from engine.cli import main
+    from engine.verbs.cli import main
 
     # hA is gone when test_a_worker_killed_mid_job_loses_and_duplicates_no_proof ran before
     # this one on this farm; under xdist it may have run in the other process, on its own farm

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from engine.verbs.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -304,8 +304,8 @@ def test_a_bad_value_is_one_line_through_toml_set_and_set_knob(monkeypatch_sessi
     import contextlib
     import io
 
-    from engine import cli
     from engine.config import KNOBS
+    from engine.verbs import cli
 
     key, how, value = bad
     text = f"[{_table_of(key)}]\n{key} = {_toml_value(value)}\n"
@@ -330,7 +330,7 @@ def test_a_bad_value_is_one_line_through_toml_set_and_set_knob(monkeypatch_sessi
 @pytest.fixture(scope="module")
 def monkeypatch_session():
     """--set must refuse before a run starts: a run reaching the runner fails the test."""
-    import engine.bench_pipeline as runner
+    import engine.verbs.bench_pipeline as runner
 
     mp = pytest.MonkeyPatch()
 
@@ -344,8 +344,8 @@ def monkeypatch_session():
 
 
 def test_good_values_pass_the_same_check_everywhere():
-    from engine.cli_bench import _overrides
     from engine.config import validate
+    from engine.verbs.bench import _overrides
 
     assert _overrides(["partition_workers=3", "permit_release=synthesized",
                            "memory_budget=2GiB", "stall_after_s=0"]) == {

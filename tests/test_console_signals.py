@@ -86,6 +86,6 @@ def test_sigterm_to_the_console_restores_the_terminal(tmp_path):
             break
         time.sleep(0.1)
     assert left.stdout.split() == [], left.stdout
-    from engine.runner import replay_summary
+    from engine.verbs.runner import replay_summary
 
     assert replay_summary(str(rec)) == 0

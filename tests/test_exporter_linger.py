@@ -98,9 +98,9 @@ def test_with_no_scrape_it_waits_its_cap_then_stops():
 
 
 def test_run_lingers_by_default_and_the_console_does_not():
-    from engine.cli import build_parser
-    from engine.cli_run import watch
     from engine.exporter import DEFAULT_LINGER_S
+    from engine.verbs.cli import build_parser
+    from engine.verbs.run import watch
 
     p = build_parser()
     run = p.parse_args(["run", "--config", "c.toml", "--metrics", "0"])

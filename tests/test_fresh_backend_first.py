@@ -29,7 +29,7 @@ def _config(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_run_refuses_an_unavailable_backend_before_building(tmp_path, monkeypatch, capsys):
     import engine.pipeline.circuits as circuits
-    from engine.cli import main
+    from engine.verbs.cli import main
 
     built: list[str] = []
 
@@ -55,7 +55,7 @@ def test_run_refuses_an_unavailable_backend_before_building(tmp_path, monkeypatc
 def test_an_available_backend_still_goes_on_to_the_preset(tmp_path, capsys):
     """The check refuses only what cannot run: the cpu backend with an unknown preset gets to
     the preset's own refusal."""
-    from engine.cli import main
+    from engine.verbs.cli import main
 
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'[engine]\nbackend = "cpu"\n[paths]\nparam_cache = "{tmp_path / "p"}"\n'

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
+from engine.verbs.cli import main
 
 STEP_WORK = ("computing the witness", "proving on", "fixed-base MSMs", "writing")
 

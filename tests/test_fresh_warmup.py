@@ -61,7 +61,7 @@ proof = proving.finish(proving.start(key, a, b, cc, z, be), "auto", key)
 ok = proving.verify(vk, proving.public_inputs(r.num_inputs, z), proof)
 
 # `sealtop setup` and `sealtop prove` of a chain, through the verbs themselves
-from engine.cli import main
+from engine.verbs.cli import main
 pk, vkj = d / "chain.pk", d / "chain.vk.json"
 assert main(["setup", "--log-constraints", "LOGN", "--pk", str(pk), "--vk", str(vkj)]) == 0
 assert main(["prove", "--log-constraints", "LOGN", "--pk", str(pk), "--proof", str(d / "p.bin"),
@@ -87,7 +87,7 @@ def test_progress_says_compiling_while_numba_compiles():
     import numba
     import numpy as np
 
-    from engine.cli_progress import Steps
+    from engine.verbs.progress import Steps
 
     salt = random.randrange(1 << 30)
 
@@ -118,7 +118,7 @@ def test_progress_says_compiling_while_numba_compiles():
 
 
 def test_a_warm_step_says_nothing_of_compiling():
-    from engine.cli_progress import Steps
+    from engine.verbs.progress import Steps
 
     out = io.StringIO()
     with Steps("setup", 1, stream=out, fancy=False, heartbeat_s=0.05) as steps:

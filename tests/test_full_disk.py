@@ -141,7 +141,7 @@ def test_setup_whose_verification_key_cannot_be_written_says_the_proving_key_was
     import errno
 
     import engine.groth16.vkey as vkey
-    from engine.cli import main
+    from engine.verbs.cli import main
 
     def full(vk, path) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -65,7 +65,7 @@ def test_a_regular_file_that_is_no_key_is_still_a_bad_key(tmp_path):
 
 @pytest.mark.parametrize("kind", ["directory", "named pipe"])
 def test_prove_with_a_pk_that_is_no_file_says_so_in_one_line(tmp_path, capsys, kind):
-    from engine.cli import main
+    from engine.verbs.cli import main
 
     pk = tmp_path / "k.pk"
     pk.mkdir() if kind == "directory" else os.mkfifo(pk)

@@ -102,7 +102,7 @@ def test_a_stored_key_needs_no_room(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_the_engine_command_line_refuses_in_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
-    from engine import cli
+    from engine.verbs import cli
 
     cfg = tmp_path / "e.toml"
     cfg.write_text(f'[engine]\nbackend = "cpu"\npartition_workers = 1\n[paths]\nparam_cache = "{tmp_path / "p"}"\n'

@@ -283,7 +283,7 @@ def test_baseline_is_the_last_sample_before_the_first_synthesis():
 
 
 def test_memory_model_terms():
-    from engine.bench_pipeline import memory_model
+    from engine.verbs.bench_pipeline import memory_model
 
     cpu = memory_model(1000, 4, 10, 500, "cpu")
     assert cpu["model_peak_bytes"] == 1000 + 40 + 500

@@ -1,4 +1,4 @@
-"""engine/runner.py: `run` and `replay --summary` print the same table and counters, computed
+"""engine/verbs/runner.py: `run` and `replay --summary` print the same table and counters, computed
 from events; `bench pipeline` writes its JSON report; bad input is one line and exit 2."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 import pytest
 from processes import follow_stderr
 
-from engine.bench_pipeline import Bench, bench_matrix, bench_pipeline
 from engine.config import EngineConfig
-from engine.runner import replay_summary, run_headless
+from engine.verbs.bench_pipeline import Bench, bench_matrix, bench_pipeline
+from engine.verbs.runner import replay_summary, run_headless
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +214,7 @@ def test_a_stop_signal_stops_cleanly(tmp_path, params, capsys, signame, group):
     # A shell starts background commands with SIGINT ignored, and that is inherited; restore the
     # interactive disposition so the child sees Ctrl-C as a terminal's foreground process does.
     code = (f"import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-            f"sys.path.insert(0, {root!r}); from engine.cli import main; "
+            f"sys.path.insert(0, {root!r}); from engine.verbs.cli import main; "
             f"sys.exit(main(['run', '--config', {cfg!r}, '--jobs', '200', '--record', "
             f"{str(rec)!r}]))")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,

@@ -63,7 +63,7 @@ def test_cli_porep_statement_setup_prove_verify(tmp_path, capsys) -> None:
     import dataclasses
     import json
 
-    from engine.cli import main
+    from engine.verbs.cli import main
 
     d = tmp_path
     pk, vk, proof, st = d / "t.pk", d / "t.vk.json", d / "proof.bin", d / "st.json"

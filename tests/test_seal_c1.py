@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cli import main
 from engine.seal.c1json import dumps, loads, read_c1
 from engine.seal.challenges import interactive_challenges
 from engine.seal.registry import seal_proof
 from engine.seal.sealer import seal_sector
 from engine.seal.vanilla_verify import derive_replica_id, verify_c1
+from engine.verbs.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 RNG = random.Random()

@@ -20,7 +20,7 @@ both read it.
 
 A write that fails (ENOSPC, EIO) raises :class:`RecordingError` once, with one line naming the
 file and the reason; later writes raise the same error without touching the file again. The run
-that owns the recorder reports it and goes on (see engine/runner.py).
+that owns the recorder reports it and goes on (see engine/verbs/runner.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`sealtop bench prove`: full proofs, timed, with the time broken down.
 
-Two modes, chosen by the CLI (engine/cli.py is only the argument layer):
+Two modes, chosen by the CLI (engine/verbs/cli.py is only the argument layer):
 
 * chains (``--sizes``): multiplication chains of exactly 2^k constraints, proved end to end
   (key load (checksum verified on first load, then stamped), evaluation, NTTs, MSMs, assembly) against snarkjs's anchor times;

@@ -1,4 +1,4 @@
-"""The verbs that run the engine or the farm: ``run`` (headless, engine/runner.py), ``replay
+"""The verbs that run the engine or the farm: ``run`` (headless, engine/verbs/runner.py), ``replay
 --summary`` and ``cluster scheduler|worker`` (engine/cluster), with the --cluster, --metrics
 and --no-attach arguments that ``bench pipeline`` shares."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.cli_common import CliError, add_sub_verbs, check_record
+from engine.verbs.common import CliError, add_sub_verbs, check_record
 
 
 def add_run(sub) -> None:
@@ -61,13 +61,13 @@ def watch(args: argparse.Namespace):
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from engine.runner import run_headless
+    from engine.verbs.runner import run_headless
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
     check_record(args.record)
     if args.cluster is not None:
-        from engine.cluster.run import run_cluster
+        from engine.verbs.farm_run import run_cluster
 
         return run_cluster(args.config, cluster_address(args.cluster), args.jobs, args.record)
     return run_headless(args.config, args.jobs, args.record, watch(args))
@@ -98,7 +98,7 @@ def add_replay(sub) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from engine.runner import replay_summary
+    from engine.verbs.runner import replay_summary
 
     if not args.summary:
         raise CliError("headless replay needs --summary (the console replays: `sealtop replay FILE`)")

@@ -1,8 +1,8 @@
 """The headless verbs behind `run` and `replay --summary`, and the one way a headless run
-is driven (run_engine, drive), which `bench pipeline` (engine.bench_pipeline) and the farm's
-runs (engine.cluster.run) share.
+is driven (run_engine, drive), which `bench pipeline` (engine.verbs.bench_pipeline) and the farm's
+runs (engine.verbs.farm_run) share.
 
-Each is a plain function that prints and returns an exit code, so engine/cli.py only parses
+Each is a plain function that prints and returns an exit code, so engine/verbs/cli.py only parses
 arguments. Every table printed here comes from engine.stream.summary over the event stream, so a live
 run and the replay of its recorded session print the same thing.
 

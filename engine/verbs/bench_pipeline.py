@@ -1,7 +1,7 @@
 """`sealtop bench pipeline`: the engine on N jobs of a preset, with a JSON report of GPU busy %,
 seconds per proof, the wrapper-kernel gap and peak memory against the model; and its
 comparison tables (--matrix cuzk, --matrix dealloc), a run per variant or every variant in one
-engine that keeps its keys. The runs themselves go through engine.runner.run_engine, so a
+engine that keeps its keys. The runs themselves go through engine.verbs.runner.run_engine, so a
 benchmark is a headless run with its numbers taken from the same event stream."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 from engine import signals
 from engine.atomic import atomic_write
 from engine.config import ConfigError, EngineConfig, load_config
-from engine.runner import run_engine, say
 from engine.stream.summary import partitions, render_all, run_summary
+from engine.verbs.runner import run_engine, say
 from engine.watchers import Watch
 from kernels.textfmt import error_line, fmt_bytes, table
 
@@ -143,7 +143,7 @@ def bench_pipeline(b: Bench) -> int:
 
 def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
     """A bench run's JSON report, written whole or not at all. Its folder was checked before
-    the run (engine/cli.py), as every output file's is."""
+    the run (engine/verbs/cli.py), as every output file's is."""
     with atomic_write(Path(path)) as f:
         f.write(json.dumps(report, indent=2) + "\n")
     say(f"report written to {path}")

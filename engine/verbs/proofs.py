@@ -1,6 +1,6 @@
 """The proof verbs: ``setup``, ``prove``, ``verify`` and ``export`` (snarkjs JSON), with the
 circuit arguments they share. ``setup`` and ``prove`` show their steps as they go
-(engine/cli_progress.py)."""
+(engine/verbs/progress.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from engine.cli_common import (
+from engine.verbs.common import (
     EXIT_OK,
     EXIT_REJECTED,
     PROG,
@@ -23,7 +23,7 @@ from engine.cli_common import (
     check_output,
     say,
 )
-from engine.cli_progress import Steps
+from engine.verbs.progress import Steps
 from kernels.textfmt import error_line, fmt_bytes
 
 
@@ -303,7 +303,7 @@ def _malformed(proof: bytes) -> str | None:
 
 # ---------------------------------------------------------------- verify
 def add_verify(sub) -> None:
-    from engine.cli_seal import add_c1_args
+    from engine.verbs.seal import add_c1_args
 
     p = sub.add_parser("verify", help="verify a proof (py_arkworks_bls12381 pairing) or a C1 output (--c1)",
                        description="Exit 0 if the proof is valid, 1 if it is rejected, 2 on bad input.")
@@ -319,7 +319,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from engine.groth16.vkey import load_vk
 
     if args.c1 is not None:
-        from engine.cli_seal import cmd_verify_c1
+        from engine.verbs.seal import cmd_verify_c1
 
         return cmd_verify_c1(args)
     if args.vk is None:

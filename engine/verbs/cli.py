@@ -5,13 +5,14 @@
     verify   check a proof with py_arkworks_bls12381's pairing (never our own arithmetic)
     export   write snarkjs JSON (verification_key.json, proof.json, public.json)
     run      the embedded engine headless on a config; replay FILE --summary its recording
-    bench    kernels (kernels.bench) | prove (engine/bench_prove.py) | synth | pipeline
+    bench    kernels (kernels.bench) | prove (engine/verbs/bench_prove.py) | synth | pipeline
     cluster  the farm: a Dask scheduler or one host's worker
-    seal     seal a Filecoin sector on the CPU and write its C1 JSON (engine/cli_seal.py)
+    seal     seal a Filecoin sector on the CPU and write its C1 JSON (engine/verbs/seal.py)
 
-The verbs live in three modules by what they do: engine/cli_proofs.py (setup, prove, verify,
-export), engine/cli_run.py (run, replay, cluster) and engine/cli_bench.py (bench); what they
-share (the one-line parser, CliError, exit codes) is engine/cli_common.py. Each verb is one
+The verbs live in modules by what they do: engine/verbs/proofs.py (setup, prove, verify,
+export), engine/verbs/run.py (run, replay, cluster), engine/verbs/bench.py (bench) and
+engine/verbs/seal.py (seal); what they share (the one-line parser, CliError, exit codes) is
+engine/verbs/common.py. Each verb is one
 ``add_VERB(subparsers)`` function that registers its arguments and handler; adding a verb means
 adding one function to VERBS. Every error is one line ``sealtop: VERB: what`` on stderr: bad
 input exits 2, a rejected proof 1; never a traceback (SEALTOP_DEBUG=1 shows one for an
@@ -25,8 +26,8 @@ import os
 import sys
 from collections.abc import Callable
 
-from engine import cli_bench, cli_proofs, cli_run, cli_seal
-from engine.cli_common import (
+from engine.verbs import bench, proofs, run, seal
+from engine.verbs.common import (
     CONSOLE_VERBS,
     EXIT_USAGE,
     PROG,
@@ -37,9 +38,9 @@ from engine.cli_common import (
 from kernels.textfmt import error_line
 
 VERBS: list[Callable[[argparse._SubParsersAction], None]] = [
-    cli_proofs.add_setup, cli_proofs.add_prove, cli_proofs.add_verify, cli_proofs.add_export,
-    cli_run.add_run, cli_run.add_replay, cli_bench.add_bench, cli_run.add_cluster,
-    cli_seal.add_seal,
+    proofs.add_setup, proofs.add_prove, proofs.add_verify, proofs.add_export,
+    run.add_run, run.add_replay, bench.add_bench, run.add_cluster,
+    seal.add_seal,
 ]
 
 

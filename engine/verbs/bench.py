@@ -1,5 +1,5 @@
-"""The ``bench`` verbs: ``kernels`` (kernels.bench), ``prove`` (engine/bench_prove.py),
-``synth`` (witness + a/b/c evaluation) and ``pipeline`` (the whole engine; engine/runner.py),
+"""The ``bench`` verbs: ``kernels`` (kernels.bench), ``prove`` (engine/verbs/bench_prove.py),
+``synth`` (witness + a/b/c evaluation) and ``pipeline`` (the whole engine; engine/verbs/runner.py),
 with ``--set KEY=VALUE`` overrides checked as the config file's keys are."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.cli_common import (
+from engine.verbs.common import (
     EXIT_OK,
     EXIT_REJECTED,
     PROG,
@@ -22,7 +22,7 @@ from engine.cli_common import (
     check_record,
     say,
 )
-from engine.cli_run import add_cluster_arg, add_watch_args, cluster_address, watch
+from engine.verbs.run import add_cluster_arg, add_watch_args, cluster_address, watch
 from kernels.textfmt import fmt_bytes, table
 
 
@@ -82,7 +82,7 @@ def _param_dir(arg: str | None) -> Path:
 
 
 def _cmd_bench_prove(args: argparse.Namespace) -> int:
-    from engine import bench_prove
+    from engine.verbs import bench_prove
 
     if args.preset is not None:
         from engine.pipeline.circuits import PresetError
@@ -217,7 +217,7 @@ def _overrides(pairs: Sequence[str]) -> dict:
 
 
 def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
-    from engine.bench_pipeline import Bench, bench_matrix, bench_pipeline
+    from engine.verbs.bench_pipeline import Bench, bench_matrix, bench_pipeline
 
     if args.jobs < 1:
         raise CliError(f"--jobs must be at least 1, got {args.jobs}")
@@ -227,7 +227,7 @@ def _cmd_bench_pipeline(args: argparse.Namespace) -> int:
     overrides = _overrides(args.set)
     how = watch(args)
     if args.cluster is not None:
-        from engine.cluster.run import bench_cluster
+        from engine.verbs.farm_run import bench_cluster
 
         if args.matrix:
             raise CliError("--matrix runs on one machine; leave out --cluster")

@@ -1,6 +1,6 @@
 """The ``seal`` verb (precommit phases 1 and 2 and commit phase 1 of a Filecoin sector on the
 CPU, writing the C1 JSON) and ``verify --c1`` (vanilla verification of a C1 file from public
-values), which engine/cli_proofs.py's ``verify`` hands here.
+values), which engine/verbs/proofs.py's ``verify`` hands here.
 
 Exit status: 0 sealed / accepted, 1 a vanilla proof rejected (one line: partition, challenge,
 what failed), 2 bad input (an argument, a data file, a damaged or truncated C1 file).
@@ -14,8 +14,8 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.cli_common import EXIT_OK, EXIT_REJECTED, PROG, CliError, check_output, say
-from engine.cli_progress import Steps
+from engine.verbs.common import EXIT_OK, EXIT_REJECTED, PROG, CliError, check_output, say
+from engine.verbs.progress import Steps
 from kernels.textfmt import error_line
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def _cmd_seal(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- verify --c1
 def add_c1_args(p: argparse.ArgumentParser) -> None:
-    """verify's --c1 arguments (engine/cli_proofs.py's verify calls this)."""
+    """verify's --c1 arguments (engine/verbs/proofs.py's verify calls this)."""
     p.add_argument("--c1", metavar="FILE", default=None,
                    help="vanilla-verify a C1 output (SealCommitPhase1Output JSON) instead of a Groth16 "
                         "proof; needs --prover-id and --sector-id, which the file does not hold")

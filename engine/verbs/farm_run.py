@@ -1,7 +1,7 @@
 """``sealtop run --cluster ADDR`` and ``bench pipeline --cluster ADDR``: the headless run, on
 the farm.
 
-The same sinks as a local run (engine/runner.py: the events for the summaries, the recorder,
+The same sinks as a local run (engine/verbs/runner.py: the events for the summaries, the recorder,
 the progress lines) take the farm's merged stream, and the same ``drive`` starts, waits for
 and stops it, so the session file of a farm run replays (``sealtop replay FILE --summary``) to
 the table printed here. Exit codes as `run`'s: 0 every proof verified, 1 a proof failed or a
@@ -15,12 +15,12 @@ import sys
 import time
 from typing import Any, TextIO
 
-from engine.bench_pipeline import VERB, Bench, write_report
 from engine.cluster import ClusterError
 from engine.config import ConfigError, EngineConfig, load_config
-from engine.runner import Sinks, drive, say
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
 from engine.stream.summary import render_all, run_summary
+from engine.verbs.bench_pipeline import VERB, Bench, write_report
+from engine.verbs.runner import Sinks, drive, say
 from kernels.textfmt import error_line
 
 
