@@ -29,6 +29,7 @@ from typing import Any
 from engine.config import EngineConfig
 from engine.pipeline import Engine
 from engine.pipeline.supervisor import WorkerMains
+from engine.pipeline.workers import ProverSpec
 
 INJECTED_KEY_FAILURE = "injected key load failure"
 
@@ -84,10 +85,11 @@ class _CorruptingResults:
         self._results.put(msg)
 
 
-def faulty_prover_main(faults: Faults, name: str, backend_name: str, device: int | None,
-                       slots: int, tasks: Any, results: Any, parent_pid: int | None = None) -> None:
+def faulty_prover_main(faults: Faults, spec: ProverSpec) -> None:
     """The real prover's entry point, run with ``faults`` installed in this process."""
     from engine.pipeline import proving, workers
+
+    name = spec.name
 
     if faults.key_load_delay_s or name in faults.key_load_fail:
         real_load = proving.load_key
@@ -100,5 +102,5 @@ def faulty_prover_main(faults: Faults, name: str, backend_name: str, device: int
 
         proving.load_key = load_key
     if faults.corrupt_proof:
-        results = _CorruptingResults(results, faults.corrupt_proof)
-    workers.prover_main(name, backend_name, device, slots, tasks, results, parent_pid)
+        spec = dataclasses.replace(spec, results=_CorruptingResults(spec.results, faults.corrupt_proof))
+    workers.prover_main(spec)

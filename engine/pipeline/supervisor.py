@@ -28,7 +28,7 @@ from engine.pipeline.messages import PartKey, Stop, Task
 from engine.pipeline.placement import bind_process
 from engine.pipeline.spawner import Spawner
 from engine.pipeline.stall import StallWatch
-from engine.pipeline.workers import prover_main, synthesis_main
+from engine.pipeline.workers import ProverSpec, prover_main, synthesis_main
 
 MAX_PROVER_START_FAILURES = 3  # a device whose prover dies this often before it is ready is
 # given up on (its partitions fail with the reason) rather than restarted forever
@@ -59,7 +59,7 @@ class WorkerMains:
     """The entry points of the worker processes (importable, picklable callables)."""
 
     synthesis: Callable[..., None] = synthesis_main
-    prover: Callable[..., None] = prover_main
+    prover: Callable[[ProverSpec], None] = prover_main
 
 
 def prover_name(dev: int | None) -> str:
@@ -131,14 +131,18 @@ class Supervisor:
         self.idle_synth.append(w)
         return w
 
+    def prover_spec(self, dev: int | None, tasks: Any) -> ProverSpec:
+        """What device ``dev``'s prover is started with, reading its tasks from ``tasks``: the
+        one place a prover's start is decided."""
+        return ProverSpec(name=prover_name(dev), backend=self._backend, device=dev,
+                          slots=self._slots, tasks=tasks, results=self._results,
+                          parent_pid=os.getpid())
+
     def spawn_prover(self, dev: int | None) -> Worker:
-        name = prover_name(dev)
         tasks = self._ctx.Queue()
-        proc = self._ctx.Process(
-            target=self._mains.prover,
-            args=(name, self._backend, dev, self._slots, tasks, self._results, os.getpid()),
-            name=name, daemon=True,
-        )
+        spec = self.prover_spec(dev, tasks)
+        name = spec.name
+        proc = self._ctx.Process(target=self._mains.prover, args=(spec,), name=name, daemon=True)
         self._start(proc)
         cpus = self._prover_cpus(dev) if self._prover_cpus is not None else None
         if cpus and proc.pid is not None:  # before its backend starts threads (they inherit it)

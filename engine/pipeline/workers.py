@@ -172,23 +172,40 @@ def _warm_synthesis() -> None:
         pass
 
 
+@dataclass(frozen=True)
+class ProverSpec:
+    """Everything a prover process is started with, in one typed value: its name (``gpu<N>``,
+    or ``cpu0``), the backend it loads, the device it selects (None on a host backend), how
+    many partitions it proves at once, its two queues (tasks in, replies out) and the
+    orchestrator's pid, which it dies with. The supervisor builds it (Supervisor.prover_spec);
+    it crosses into the process as the one argument of :func:`prover_main`, so it must pickle:
+    plain values, and multiprocessing queues, which pickle while a process is being spawned."""
+
+    name: str
+    backend: str
+    device: int | None
+    slots: int
+    tasks: Any
+    results: Any
+    parent_pid: int | None = None
+
+
 class _ProverState:
     """What one prover process holds: the backend, loaded keys and the finalize queue."""
 
-    def __init__(self, name: str, backend_name: str, device: int | None, results: Any,
-                 slots: int = 1):
+    def __init__(self, spec: ProverSpec):
         from kernels.backend import backend_class, get_backend
 
-        self.name = name
-        self.device = device
-        if device is not None:  # before the backend starts here (a host backend ignores it)
-            backend_class(backend_name).select_device(device)
-        self.backend = get_backend(backend_name)
-        self.results = results
+        self.name = spec.name
+        self.device = spec.device
+        if spec.device is not None:  # before the backend starts here (a host backend ignores it)
+            backend_class(spec.backend).select_device(spec.device)
+        self.backend = get_backend(spec.backend)
+        self.results = spec.results
         self.keys: dict[str, Any] = {}
         self.compacts: dict[str, Any] = {}  # preset -> resident compact matrices
         self.vks: dict[str, Any] = {}  # verifying keys of keys generated here (device sources)
-        self.slots = slots
+        self.slots = spec.slots
         self.keys_lock = threading.Lock()
         self.finalize_q: queue.Queue = queue.Queue()
         self.unmap_q: queue.Queue = queue.Queue()
@@ -424,21 +441,19 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
                 state.unmap_q.put(_Unmap(None, [z_att]))
 
 
-def prover_main(
-    name: str, backend_name: str, device: int | None, slots: int, tasks: Any, results: Any,
-    parent_pid: int | None = None,
-) -> None:
+def prover_main(spec: ProverSpec) -> None:
     """Entry point of a prover process (one per GPU, or one on the CPU backend)."""
-    die_with_parent(parent_pid)
+    die_with_parent(spec.parent_pid)
     _ignore_interrupts()
     quicken_handoffs()
+    name, slots, tasks = spec.name, spec.slots, spec.tasks
     try:
-        state = _ProverState(name, backend_name, device, results, slots)
+        state = _ProverState(spec)
     except Exception as exc:
-        results.put(WorkerFailed(name, _one_line(exc)))
+        spec.results.put(WorkerFailed(name, _one_line(exc)))
         return
     prover_trace.install()
-    results.put(Ready(name, state.backend.name))
+    spec.results.put(Ready(name, state.backend.name))
     threads = [
         threading.Thread(target=_slot_loop, args=(state, tasks, s), name=f"slot{s}")
         for s in range(slots)
