@@ -272,7 +272,7 @@ def test_a_full_disk_mid_run_still_prints_every_verified_proof(tmp_path, params,
     disk replays as a crashed session's prefix."""
     import errno
 
-    from engine import runner
+    from engine.verbs import runner
     from engine.stream.recorder import SessionRecorder
 
     room = 3000
