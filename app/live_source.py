@@ -507,7 +507,7 @@ class LiveSource:
 
     def action_save_config(self) -> None:
         from app.configsave import ConfigSaveError, save_knobs
-        from app.main import DEFAULT_CONFIG
+        from app.defaults import DEFAULT_CONFIG
 
         if self.readonly:
             self._refuse()

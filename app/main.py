@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from app.defaults import DEFAULT_CONFIG, refresh_seconds
 from engine.cli_common import CONSOLE_VERBS, OneLineParser
 
 # How each console verb is called, for --help (every verb of CONSOLE_VERBS has a line).
@@ -25,27 +26,6 @@ def epilog() -> str:
     console = ", ".join(CONSOLE_USAGE[v] for v in CONSOLE_VERBS)
     headless = ", ".join("replay FILE --summary" if v == "replay" else v for v in headless_verbs())
     return (f"console verbs: {console}; headless verbs (see `sealtop VERB --help`): {headless}")
-
-
-REFRESH_RANGE_S = (0.05, 60.0)
-# The config a plain `sealtop` reads when it is in the current folder, and the file ctrl+s
-# writes when the console was started without --config: so saved knobs are used next time.
-DEFAULT_CONFIG = "sealtop.toml"
-
-
-def refresh_seconds(text: str) -> float:
-    """--refresh: seconds between redraws, a number in REFRESH_RANGE_S (0 would divide by
-    zero, a negative value would stop the timer)."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds as a number, got {text!r}") from None
-    lo, hi = REFRESH_RANGE_S
-    if math.isnan(value) or not lo <= value <= hi:
-        raise argparse.ArgumentTypeError(f"must be between {lo:g} and {hi:g} seconds, got {text}")
-    return value
 
 
 def _parser() -> argparse.ArgumentParser:
