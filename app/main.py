@@ -243,7 +243,12 @@ def run_app(app) -> int:
 
     with stop_signals(raise_first=False, on_signal=quit_app) as handler, watch:
         # later signals only: the first is the normal quit
-        on_again(lambda: [e.hurry() for e in engines] if len(handler.received) > 1 else None)
+        def hurry() -> None:
+            if handler is not None and len(handler.received) > 1:
+                for e in engines:
+                    e.hurry()
+
+        on_again(hurry)
         app.run()
     if (handler is not None and handler.received) or watch.gone.is_set():
         return EXIT_INTERRUPTED

@@ -262,7 +262,7 @@ class HostDashboardScreen(DashboardScreen):
                 id="host-history"),
         *knob_bindings("host_knob", "host-", up_first=True),
         Binding("p", "host_pause", "Pause", tooltip="Pause/resume this host", id="host-pause"),
-        *[b for b in DashboardScreen.BINDINGS if b.key not in _HOST_KEYS],
+        *[b for b in DashboardScreen.BINDINGS if isinstance(b, Binding) and b.key not in _HOST_KEYS],
     ]
 
     def __init__(self, fold: Callable[[], FarmFold], host: str) -> None:
@@ -301,8 +301,8 @@ class HostDashboardScreen(DashboardScreen):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in ("host_knob", "host_pause"):  # hidden where no tuning is offered
-            app = self.app
-            if app.mode != "live" or getattr(app, "readonly", False):
+            app = self.console
+            if app.mode != "live" or app.readonly:
                 return False
             return True if app.can_tune else None
         return super().check_action(action, parameters)
