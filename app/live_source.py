@@ -559,17 +559,17 @@ class LiveSource(ConsoleSource):
         shown = show(name, cur) if is_size(name) and budget_bytes(cur) else cur
         self.app.push_screen(PromptScreen(f"{name} (now {shown})", value=""), done)
 
-    def _prompt_for(self, name: str) -> Callable[[], None]:
-        return lambda: self.prompt_knob(name)
-
     def commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         """The palette's live commands (none in a read-only console)."""
         if self.readonly:
             return []
         from app.knobs import knob_names  # the settings table's live knobs
 
+        def prompt(name: str) -> Callable[[], None]:
+            return lambda: self.prompt_knob(name)
+
         cmds: list[tuple[str, str, Callable[[], object]]] = [
-            (f"Set {n}…", f"Change {n} live", self._prompt_for(n)) for n in knob_names()]
+            (f"Set {n}…", f"Change {n} live", prompt(n)) for n in knob_names()]
         return cmds + [
             ("Pause / resume engine", "Stop or restart admissions", self.action_pause),
             ("Submit a job", "Queue one job of the config's preset", self.action_submit),
