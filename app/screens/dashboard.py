@@ -150,7 +150,7 @@ class DashboardScreen(CtrlCQuits, Screen):
     def on_key(self, event: Any) -> None:
         """A tuning key in a read-only console is not offered (hidden from the footer and
         help), so its binding never runs: say why nothing happened instead of ignoring it."""
-        if self.console.mode != "live" or not getattr(self.app, "readonly", False):
+        if self.console.mode != "live" or not self.console.readonly:
             return
         for binding in self._bindings.key_to_bindings.get(event.key, []):
             name = binding.action.removeprefix("app.").split("(", 1)[0]
