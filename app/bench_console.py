@@ -68,6 +68,7 @@ async def _run(args: argparse.Namespace) -> dict:
             while app.state.proofs_done < 1 and time.monotonic() - t0 < 600:
                 await pilot.pause(0.2)  # first start: keys and JIT, not measured
         else:
+            assert app.controller is not None  # a replay console
             app.controller.speed = 64
         from app.widgets.proofs import ProofsTable
 
@@ -109,6 +110,7 @@ async def _run(args: argparse.Namespace) -> dict:
             marks.clear()
             sorted_by.append((table.sort_key, table.sort_reverse))
             marks["t0"] = time.perf_counter()
+            assert app._driver is not None  # running under run_test
             app._driver.send_message(textual_events.Key("o", "o"))
             while "shown" not in marks and time.perf_counter() - marks["t0"] < 5:
                 await asyncio.sleep(0.001)

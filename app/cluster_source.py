@@ -1,14 +1,13 @@
 """The console on a farm (`sealtop --cluster ADDR`): the farm's client behind the Engine API the
-console drives, and the per-host fold its hosts view and drill-down draw.
+console drives, and the App that opens on its hosts view.
 
 * :class:`FarmEngine` wraps engine.cluster.farm.Farm: its merged stream of every host is the
   one stream the console's tap reads (recorded, replayed like any session); ``submit`` sends a
   job to the farm; knobs, pause and resume go to the hosts in :attr:`FarmEngine.target` (one,
   or all) through Dask (Farm.control), in the order given and off the UI thread, each host's
   Engine confirming with its own ``knob`` event, a refusal being an ``error`` event.
-* :class:`FarmFold` folds the merged stream per host: a DashboardState of that host's own events
-  (its session_start from its ``host`` event, its partitions, samples, knobs and errors, and the
-  console's lines) for the drill-down, and the hosts fold (engine.cluster.hosts) for the table.
+* :class:`app.farm_fold.FarmFold` folds the merged stream per host for the hosts view and its
+  drill-down (it lives apart, so the hosts view does not import this module).
 * :func:`build_farm_app` makes the App, the hosts view its home.
 
 Plain Python except build_farm_app (which imports Textual through the screens).
@@ -22,8 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.state import DashboardState, apply
-from engine.cluster.hosts import HostsState
+from app.farm_fold import FarmFold
 from engine.stream.schema import Event
 
 FARM_AUTOFEED = 4  # jobs the console keeps in flight on a farm (2 on one machine)
@@ -128,45 +126,6 @@ class FarmEngine:
 
     def hurry(self) -> None:
         self.farm.hurry()
-
-
-class FarmFold:
-    """The merged stream folded per host (see the module docstring); fed batch by batch."""
-
-    def __init__(self) -> None:
-        self.hosts = HostsState()
-        self.states: dict[str, DashboardState] = {}
-
-    def take(self, events: list[Event]) -> None:
-        for ev in events:
-            self.apply(ev)
-
-    def apply(self, ev: Event) -> None:
-        try:
-            self.hosts.apply(ev)
-        except (KeyError, TypeError, ValueError):
-            pass
-        kind = ev.get("kind")
-        if kind == "host":
-            name = str(ev.get("host", ""))
-            state = self.states.setdefault(name, DashboardState())
-            start = ev.get("session_start") or {}
-            if ev.get("state") == "joined" and start:
-                # the host's own session_start: its GPUs, CPUs, config and knobs
-                apply(state, {**start, "t": ev.get("t", state.t), "kind": "session_start"})
-            else:
-                apply(state, ev)
-            return
-        if kind == "console":  # the console's lines (actions, notices) in every host's log
-            for state in self.states.values():
-                apply(state, ev)
-            return
-        host = ev.get("host")
-        if isinstance(host, str) and host:
-            apply(self.states.setdefault(host, DashboardState()), ev)
-
-    def state_of(self, host: str) -> DashboardState:
-        return self.states.setdefault(host, DashboardState())
 
 
 def build_farm_app(address: str, config: Any, *, config_path: str | None, readonly: bool,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import App, SystemCommand
@@ -28,11 +28,13 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
+from app.consoleapp import ConsoleApp
 from app.live_source import LiveSource
 from app.messages import EngineEvents, EngineStatus, FirstRunProgress, SubmitDone
 from app.replay import ReplayActions, ReplayController
 from app.screens.compare import CompareSource
 from app.session_io import Session
+from app.source import ConsoleSource
 from app.state import DashboardState, apply
 from app.widgets.header import HeaderContext
 from app.widgets.render import Palette
@@ -92,6 +94,7 @@ class SealtopApp(App):
         self.refresh_s = refresh
         self.notice = unavailable
         self.session = session
+        self.attached_to = ""  # the engine socket `sealtop attach` watches (app/serve.py)
         self.sessions = sessions
         self._empty = DashboardState()  # shown where there is no mode to show (no session)
         self._dirty = True
@@ -100,7 +103,7 @@ class SealtopApp(App):
         self._pal_theme = ""
         self._t_start = time.monotonic()  # the header's clock runs from here until events do
         self._start_theme = theme or DEFAULT_THEME
-        self.source: Any = None  # LiveSource | ReplayActions | CompareSource
+        self.source: ConsoleSource | None = None  # LiveSource | ReplayActions | CompareSource
         if mode == "live":
             self.source = LiveSource(self, engine_factory, config=config, config_path=config_path,
                                      readonly=readonly, record=record, autofeed=autofeed,
@@ -111,22 +114,11 @@ class SealtopApp(App):
                 controller.playing = True
             else:
                 controller.to_end()
-            self.source = ReplayActions(self, controller, session.warnings)
-            self.notice = self.notice or self.source.notice
+            replay = ReplayActions(self, controller, session.warnings)
+            self.source = replay
+            self.notice = self.notice or replay.notice
         elif mode == "compare" and sessions:
             self.source = CompareSource(*sessions)
-
-    def __getattr__(self, name: str) -> Any:
-        """What the mode offers reads as the App's own: the dashboard's ``app.`` bindings
-        (``action_knob``, ``action_seek``...) and the mode's calls (``set_knob``,
-        ``prompt_knob``, ``stop_engine``...) resolve on it."""
-        source = self.__dict__.get("source")
-        if source is not None and not name.startswith("__"):
-            try:
-                return getattr(source, name)
-            except AttributeError:
-                pass
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ---- state access ---------------------------------------------------------------------
 
@@ -135,44 +127,54 @@ class SealtopApp(App):
         return self.source.state if self.source is not None else self._empty
 
     @property
+    def live(self) -> LiveSource | None:
+        """The live mode's source (the engine, its tuning), None in the other modes."""
+        return self.source if isinstance(self.source, LiveSource) else None
+
+    @property
+    def replay(self) -> ReplayActions | None:
+        """The replay mode's source (its keys and controller), None in the other modes."""
+        return self.source if isinstance(self.source, ReplayActions) else None
+
+    @property
     def engine(self) -> Any:
-        return getattr(self.source, "engine", None)
+        return self.live.engine if self.live is not None else None
 
     @property
     def controller(self) -> ReplayController | None:
-        return getattr(self.source, "controller", None)
+        return self.replay.controller if self.replay is not None else None
 
     @property
     def autofeed(self) -> int:
         """Jobs the live mode keeps in flight (0 = off; always 0 in the other modes)."""
-        return getattr(self.source, "autofeed", 0)
+        return self.live.autofeed if self.live is not None else 0
 
     @autofeed.setter
     def autofeed(self, n: int) -> None:
-        if hasattr(self.source, "autofeed"):
-            self.source.autofeed = n
+        if self.live is not None:
+            self.live.autofeed = n
 
     @property
     def can_tune(self) -> bool:
-        return bool(getattr(self.source, "can_tune", False))
+        return self.live is not None and self.live.can_tune
 
     @property
     def _engine_failed(self) -> bool:
-        return bool(getattr(self.source, "failed", False))
+        return self.live is not None and self.live.failed
 
     @property
     def _watchers(self) -> Any:
-        return getattr(self.source, "watchers", None)
+        return self.live.watchers if self.live is not None else None
 
     def bridge_tids(self) -> list[int]:
         """Kernel ids of the threads that carry the live stream to the UI (the console CPU
         benchmark adds their CPU time to the event loop's)."""
-        return self.source.thread_ids() if hasattr(self.source, "thread_ids") else []
+        return self.source.thread_ids() if self.source is not None else []
 
     def replay_seek(self, where: str) -> bool:
         """Seek the replay (seconds, "50%", "start", "end"); False outside replay or for a
         time it cannot read."""
-        return self.source.seek(where) if hasattr(self.source, "seek") else False
+        return self.source.seek(where) if self.source is not None else False
 
     def request_render(self) -> None:
         """Mark the views stale and redraw on the next frame (after operator actions, and once a
@@ -192,9 +194,9 @@ class SealtopApp(App):
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self._start_theme if self._start_theme in self.available_themes else DEFAULT_THEME
-        first = getattr(self.source, "first_screen", None)
+        first = self.source.first_screen() if self.source is not None else None
         if first is not None:
-            self.push_screen(first())
+            self.push_screen(first)
         elif self.home is not None:
             self.push_screen(self.home())
         else:
@@ -202,9 +204,9 @@ class SealtopApp(App):
 
             self.push_screen(DashboardScreen())
         self._refresh_timer = self.set_interval(self.refresh_s, self._on_refresh)
-        if hasattr(self.source, "tick"):
+        if self.source is not None and self.source.TICK_S > 0:
             self.set_interval(self.source.TICK_S, self._on_tick)
-        if hasattr(self.source, "start"):
+        if self.source is not None:
             self.source.start()
         self.request_render()
 
@@ -221,69 +223,73 @@ class SealtopApp(App):
         self._stop_mode()
 
     def _stop_mode(self) -> None:
-        if hasattr(self.source, "shutdown"):
+        if self.source is not None:
             self.source.shutdown()
 
     # ---- what the live source's threads post ----------------------------------------------
 
     @on(FirstRunProgress)
     def _on_first_run(self, message: FirstRunProgress) -> None:
-        self.source.on_first_run(message.text)
+        if self.live is not None:  # posted by the live source's threads only
+            self.live.on_first_run(message.text)
         self._dirty = True
 
     @on(EngineEvents)
     def _on_engine_events(self, message: EngineEvents) -> None:
-        self.source.on_events(message.events)
+        if self.live is not None:  # posted by the live source's threads only
+            self.live.on_events(message.events)
         for take in self.listeners:
             take(message.events)
         self._dirty = True
 
     @on(EngineStatus)
     def _on_engine_status(self, message: EngineStatus) -> None:
-        self.source.on_status(message.text, message.level, message.engine, message.state)
+        if self.live is not None:  # posted by the live source's threads only
+            self.live.on_status(message.text, message.level, message.engine, message.state)
         if self.screen_stack:  # a status can arrive while the app closes, its screens gone
             self.screen.refresh_bindings()  # tuning keys become available (or not)
 
     @on(SubmitDone)
     def _on_submit_done(self, message: SubmitDone) -> None:
-        self.source.on_submit_done(message.error)
+        if self.live is not None:  # posted by the live source's threads only
+            self.live.on_submit_done(message.error)
 
     def _local_log(self, level: str, text: str) -> None:
         """A console-side log line (an action and its outcome, a notice). While the live stream
         runs it is a `console` event of that stream (recorded, replayed, seekable); without one
         (no engine, or a replay's own notices) it is folded into the shown state directly."""
-        say = getattr(self.source, "say", None)
-        if say is None or not say(level, text):
+        if self.source is None or not self.source.say(level, text):
             apply(self.state, console_line(self.state.t, level, text))
         self._dirty = True
 
     # ---- refresh --------------------------------------------------------------------------
 
     def _on_refresh(self) -> None:
-        if hasattr(self.source, "refresh") and self.source.refresh():
+        if self.source is not None and self.source.refresh():
             self._dirty = True  # the header's clock runs while the engine prepares
         self.render_views()
 
     def _on_tick(self) -> None:
+        if self.source is None:
+            return
         changed, moved = self.source.tick()
         self._dirty |= changed
         self._bar_dirty |= moved
 
     def header_context(self) -> HeaderContext:
-        header = getattr(self.source, "header", None)
-        recording = getattr(self.source, "recording", None)
+        source = self.source
         return HeaderContext(
-            mode=self.source.header_mode() if self.source is not None else self.mode,
-            recording=recording() if recording is not None else None,
-            readonly=self.readonly or "pause" not in getattr(self.source, "ACTIONS", ()),
+            mode=source.header_mode() if source is not None else self.mode,
+            recording=source.recording() if source is not None else None,
+            readonly=self.readonly or source is None or "pause" not in source.ACTIONS,
             refresh=self.refresh_s,
-            replay=header() if header is not None else "",
+            replay=source.header() if source is not None else "",
             uptime=time.monotonic() - self._t_start,
             notice=self.notice,
         )
 
     def replay_bar(self) -> str:
-        return self.source.bar() if hasattr(self.source, "bar") else ""
+        return self.source.bar() if self.source is not None else ""
 
     def palette(self) -> Palette:
         """The palette of the current theme (one per theme: views cache by it)."""
@@ -331,6 +337,49 @@ class SealtopApp(App):
         if action in MODE_ACTIONS:
             return self.source.offers(action) if self.source is not None else False
         return True
+
+    # The modes' keys (MODE_ACTIONS), bound as ``app.NAME`` by the dashboard and the hosts view;
+    # check_action lets each run only where its mode offers it.
+
+    def action_knob(self, name: str, direction: int) -> None:
+        if self.live is not None:
+            self.live.action_knob(name, direction)
+
+    def action_pause(self) -> None:
+        if self.live is not None:
+            self.live.action_pause()
+
+    def action_submit(self) -> None:
+        if self.live is not None:
+            self.live.action_submit()
+
+    def action_save_config(self) -> None:
+        if self.live is not None:
+            self.live.action_save_config()
+
+    def action_autofeed(self) -> None:
+        if self.live is not None:
+            self.live.action_autofeed()
+
+    def action_play(self) -> None:
+        if self.replay is not None:
+            self.replay.action_play()
+
+    def action_step(self, n: int) -> None:
+        if self.replay is not None:
+            self.replay.action_step(n)
+
+    def action_speed(self, d: int) -> None:
+        if self.replay is not None:
+            self.replay.action_speed(d)
+
+    def action_seek(self) -> None:
+        if self.replay is not None:
+            self.replay.action_seek()
+
+    def action_seek_end(self) -> None:
+        if self.replay is not None:
+            self.replay.action_seek_end()
 
     def action_help(self) -> None:
         from app.screens.help import HelpScreen
@@ -384,3 +433,6 @@ def _hosts_screen() -> Screen:
 
 
 __all__ = ["SealtopApp", "EngineEvents", "EngineStatus"]
+
+if TYPE_CHECKING:  # SealtopApp is the ConsoleApp its screens and widgets are typed against
+    _checked: ConsoleApp = SealtopApp("live")

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.source import ConsoleSource
 from engine.stream.recorder import RecordingError, SessionRecorder
 from engine.stream.schema import Event, console
 from engine.stream.tap import SinkStats, Tap
@@ -55,12 +56,24 @@ class LiveStream:
                 notice("error", str(exc))
             else:
                 rec = self.recorder
-                self.tap.add("recorder", lambda b: [rec.write(e) for e in b], essential=True,
-                             idle=rec.tick, close=rec.close)
+
+                def write_batch(batch: list[Event]) -> None:
+                    for e in batch:
+                        rec.write(e)
+
+                def close() -> None:
+                    rec.close()
+
+                self.tap.add("recorder", write_batch, essential=True, idle=rec.tick, close=close)
         # The bridge never blocks (posting a message only queues it) and must see every event,
         # or the dashboard would differ from the recording.
         self._yielded: set[int] = set()
-        self.tap.add("console", lambda b: (self._yield_cpu(b), post_events(b)), essential=True)
+
+        def bridge(batch: list[Event]) -> None:
+            self._yield_cpu(batch)
+            post_events(batch)
+
+        self.tap.add("console", bridge, essential=True)
         for name, take in sinks or []:
             self.tap.add(name, take, essential=True)
         self.tap.start()
@@ -140,7 +153,7 @@ def _parent(pid: int) -> int | None:
 
 
 
-class LiveSource:
+class LiveSource(ConsoleSource):
     """The live mode: the embedded engine, its stream, the state it folds into, the tuning."""
 
     ACTIONS = frozenset({"knob", "pause", "submit", "save_config", "autofeed"})
@@ -507,7 +520,7 @@ class LiveSource:
 
     def action_save_config(self) -> None:
         from app.configsave import ConfigSaveError, save_knobs
-        from app.main import DEFAULT_CONFIG
+        from app.defaults import DEFAULT_CONFIG
 
         if self.readonly:
             self._refuse()
@@ -552,9 +565,11 @@ class LiveSource:
             return []
         from app.knobs import knob_names  # the settings table's live knobs
 
+        def prompt(name: str) -> Callable[[], None]:
+            return lambda: self.prompt_knob(name)
+
         cmds: list[tuple[str, str, Callable[[], object]]] = [
-            (f"Set {n}…", f"Change {n} live", lambda n=n: self.prompt_knob(n))
-            for n in knob_names()]
+            (f"Set {n}…", f"Change {n} live", prompt(n)) for n in knob_names()]
         return cmds + [
             ("Pause / resume engine", "Stop or restart admissions", self.action_pause),
             ("Submit a job", "Queue one job of the config's preset", self.action_submit),

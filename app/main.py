@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from app.defaults import DEFAULT_CONFIG, refresh_seconds
 from engine.verbs.common import CONSOLE_VERBS, OneLineParser
 
 # How each console verb is called, for --help (every verb of CONSOLE_VERBS has a line).
@@ -25,27 +26,6 @@ def epilog() -> str:
     console = ", ".join(CONSOLE_USAGE[v] for v in CONSOLE_VERBS)
     headless = ", ".join("replay FILE --summary" if v == "replay" else v for v in headless_verbs())
     return (f"console verbs: {console}; headless verbs (see `sealtop VERB --help`): {headless}")
-
-
-REFRESH_RANGE_S = (0.05, 60.0)
-# The config a plain `sealtop` reads when it is in the current folder, and the file ctrl+s
-# writes when the console was started without --config: so saved knobs are used next time.
-DEFAULT_CONFIG = "sealtop.toml"
-
-
-def refresh_seconds(text: str) -> float:
-    """--refresh: seconds between redraws, a number in REFRESH_RANGE_S (0 would divide by
-    zero, a negative value would stop the timer)."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds as a number, got {text!r}") from None
-    lo, hi = REFRESH_RANGE_S
-    if math.isnan(value) or not lo <= value <= hi:
-        raise argparse.ArgumentTypeError(f"must be between {lo:g} and {hi:g} seconds, got {text}")
-    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -263,7 +243,12 @@ def run_app(app) -> int:
 
     with stop_signals(raise_first=False, on_signal=quit_app) as handler, watch:
         # later signals only: the first is the normal quit
-        on_again(lambda: [e.hurry() for e in engines] if len(handler.received) > 1 else None)
+        def hurry() -> None:
+            if handler is not None and len(handler.received) > 1:
+                for e in engines:
+                    e.hurry()
+
+        on_again(hurry)
         app.run()
     if (handler is not None and handler.received) or watch.gone.is_set():
         return EXIT_INTERRUPTED

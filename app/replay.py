@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.source import ConsoleSource
 from app.state import DashboardState, apply
 from engine.stream.schema import Event
 
@@ -139,7 +140,7 @@ class ReplayController:
         return self.speed
 
 
-class ReplayActions:
+class ReplayActions(ConsoleSource):
     """The replay mode of the console: its keys (the dashboard's ``app.play``, ``app.step``,
     ``app.speed``, ``app.seek``, ``app.seek_end``), its palette commands, its clock tick and what
     the header and control bar say. ``app`` is the console (notify, request_render, push_screen)."""
@@ -167,6 +168,10 @@ class ReplayActions:
     @property
     def state(self) -> DashboardState:
         return self.controller.state
+
+    @state.setter
+    def state(self, value: DashboardState) -> None:
+        self.controller.state = value
 
     def tick(self) -> tuple[bool, bool]:
         """Advance the clock by the wall time since the last tick: (state changed, bar moved)."""

@@ -15,7 +15,7 @@ import shlex
 import sys
 from typing import Any
 
-from app.main import refresh_seconds
+from app.defaults import refresh_seconds
 from engine.verbs.common import OneLineParser
 from themes import THEME_NAMES
 

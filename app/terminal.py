@@ -160,7 +160,7 @@ class TerminalWatch:
         thread that is let go of the stand-in stdin when the app stops."""
         watch = self
 
-        class ConsoleDriver(base):  # type: ignore[valid-type,misc]
+        class ConsoleDriver(base):
             def write(self, data: str) -> None:
                 writer = getattr(self, "_writer_thread", None)
                 if watch.gone.is_set() or (writer is not None and not writer.is_alive()):

@@ -24,10 +24,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
+from engine.address import Address, AddressError
 from engine.settings import find, live_settings
 from engine.stream.fold import Fold, JobRecord, StageChange
 from engine.stream.schema import CANCELLED, FAILED, KERNEL_GROUPS, STAGES
-from engine.watchers import Address, AddressError
 
 prometheus_client.disable_created_metrics()
 

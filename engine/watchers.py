@@ -7,11 +7,13 @@ way, here, and close them when the run ends.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.address import Address as Address
+from engine.address import AddressError as AddressError
+from engine.address import parse_address as parse_address
 from engine.attach import AttachServer, Controllable
 
 if TYPE_CHECKING:  # the exporter needs prometheus-client, imported only when --metrics is given
@@ -28,34 +30,6 @@ def _each(handle: Callable[[dict[str, Any]], None]) -> Take:
             handle(e)
 
     return take
-
-
-class AddressError(ValueError):
-    """A ``--metrics`` address that cannot be bound."""
-
-
-@dataclass(frozen=True)
-class Address:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-_ADDR = re.compile(r"^(?:(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]*):)?(?P<port>[0-9]+)$")
-
-
-def parse_address(text: str, default_host: str = "127.0.0.1") -> Address:
-    """``HOST:PORT``, ``:PORT`` or ``PORT``; a missing host binds loopback only."""
-    m = _ADDR.match(text.strip())
-    if not m:
-        raise AddressError(f"--metrics: expected HOST:PORT or PORT, got {text!r}")
-    port = int(m.group("port"))
-    if not 0 <= port <= 65535:
-        raise AddressError(f"--metrics: port must be 0..65535, got {port}")
-    host = (m.group("host") or default_host).strip("[]")
-    return Address(host, port)
 
 
 @dataclass(frozen=True)

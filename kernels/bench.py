@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels.anchors import ANCHOR_SOURCE, ANCHORS_MS, DEFAULT_SIZES
 from kernels.backend import Backend, BackendUnavailable, get_backend
 from kernels.constants import G1_GEN, G2_GEN, R_MOD
 from kernels.textfmt import OneLineParser, error_line, table
@@ -38,28 +39,6 @@ KERNEL_TITLES = {
     "intt": "NTT inverse",
     "coset_ntt": "NTT coset forward",
 }
-
-# Default log2 sizes per backend: on the CPU, MSMs at 2^12..2^16 and NTTs at 2^16 and 2^20, small
-# enough for a laptop; on a GPU, up to the sizes a 32 GiB sector's proof runs.
-DEFAULT_SIZES: dict[str, dict[str, list[int]]] = {
-    "cpu": {"msm_g1": [12, 14, 16], "ntt": [16, 20]},
-    "cuda": {
-        "msm_g1": [16, 18, 20, 22, 23, 24, 25, 26],
-        "msm_g2": [16, 18, 20, 22, 24],
-        "ntt": list(range(16, 28)),
-        "intt": [20, 22, 24, 26],
-        "coset_ntt": [20, 22, 24, 26],
-    },
-}
-
-# sppark on an NVIDIA H200 (docs/ANCHORS.md), milliseconds by log2 size.
-ANCHORS_MS: dict[str, dict[int, float]] = {
-    "msm_g1": {16: 7.7, 18: 21.0, 20: 21.0, 22: 53.0, 23: 90.0, 24: 155.0, 25: 289.0, 26: 557.0},
-    "ntt": {20: 0.26, 22: 1.05, 24: 4.42, 26: 20.9},
-    "intt": {20: 0.29, 22: 1.18, 24: 4.98, 26: 24.8},
-    "coset_ntt": {20: 0.32, 22: 1.27, 24: 5.33, 26: 26.2},
-}
-ANCHOR_SOURCE = "sppark, NVIDIA H200, inputs GPU-resident (docs/ANCHORS.md)"
 
 MAX_LOG = {"msm_g1": 26, "msm_g2": 26, "ntt": 27, "intt": 27, "coset_ntt": 27}
 

@@ -344,7 +344,7 @@ async def test_engine_refusal_is_logged():
     app = live_app(eng)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
-        app.set_knob("partition_workers", 0)
+        app.live.set_knob("partition_workers", 0)
         await wait_for(pilot, lambda: any("refused" in e.text for e in app.state.log))
         assert any("refused" in e.text for e in app.state.log)
 
@@ -428,12 +428,12 @@ async def test_set_knob_through_the_prompt():
     app = live_app(eng)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
-        app.prompt_knob("memory_budget")
+        app.live.prompt_knob("memory_budget")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"12GiB", "enter")
         await wait_for(pilot, lambda: eng.knobs["memory_budget"] == 12 * 2**30)
         await wait_for(pilot, lambda: not isinstance(app.screen, PromptScreen))
-        app.prompt_knob("gpu_channel_capacity")
+        app.live.prompt_knob("gpu_channel_capacity")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"four", "enter")  # not a number: refused with a message
         await wait_for(pilot, lambda: any("needs a whole number" in n.message

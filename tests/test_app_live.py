@@ -148,7 +148,7 @@ async def test_replay_of_a_recorded_live_run_ends_in_the_same_state(config, tmp_
         await wait_for(pilot, lambda: app.engine is not None and app.state.started)
         await pilot.press("n", "n")
         await wait_for(pilot, lambda: app.state.proofs_done >= 2)
-        app.stop_engine(True)
+        app.live.stop_engine(True)
         await wait_for(pilot, lambda: app.state.stopped, 60)
         live_counters = app.state.final_counters()
     session = load_session(rec)

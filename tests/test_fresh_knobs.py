@@ -41,14 +41,14 @@ async def test_budget_prompt_refuses_a_typo_and_keys_at_their_least_say_so():
         assert eng.knobs["memory_budget"] == 8 * GiB
         for typo in ("banana", "-3", "12 parsecs"):
             n = len(said)
-            app.prompt_knob("memory_budget")
+            app.live.prompt_knob("memory_budget")
             await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
             await pilot.press(*typo, "enter")
             await wait_for(pilot, lambda: len(said) > n)  # the answer's notice, which it reads
             assert eng.knobs["memory_budget"] == 8 * GiB, typo
             assert said[-1][1] == "error" and "memory_budget" in said[-1][0], (typo, said[n:])
         n = len(said)
-        app.prompt_knob("memory_budget")
+        app.live.prompt_knob("memory_budget")
         await wait_for(pilot, lambda: isinstance(app.screen, PromptScreen))
         await pilot.press(*"0", "enter")
         await wait_for(pilot, lambda: eng.knobs["memory_budget"] == 0 and len(said) > n)

@@ -37,9 +37,9 @@ async def test_a_live_session_and_its_replay_end_in_identical_states(tmp_path):
         workers = eng.knobs["partition_workers"]
         await pilot.press("W")  # an operator action the engine confirms with a knob event
         await wait_for(pilot, lambda: app.state.knobs["partition_workers"] == workers + 1, WAIT)
-        app.set_knob("partition_workers", 0)  # refused: a console line
+        app.live.set_knob("partition_workers", 0)  # refused: a console line
         app.set_refresh(0.5)  # a console notice
-        app.stop_engine(True)
+        app.live.stop_engine(True)
         await wait_for(pilot, lambda: app.state.stopped, WAIT)
         await pilot.pause(0.2)
         live: DashboardState = copy.deepcopy(app.state)

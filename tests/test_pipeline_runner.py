@@ -272,8 +272,8 @@ def test_a_full_disk_mid_run_still_prints_every_verified_proof(tmp_path, params,
     disk replays as a crashed session's prefix."""
     import errno
 
-    from engine.verbs import runner
     from engine.stream.recorder import SessionRecorder
+    from engine.verbs import runner
 
     room = 3000
     written = tmp_path / "full.jsonl"

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from app.screens.quitkey import CtrlCQuits, ctrl_c_binding
+from app.source import Command, ConsoleSource
 from app.state import DashboardState, fmt_bytes, fmt_ms
 from app.widgets.render import Palette
 from engine.stream.schema import TIMER_KEYS
@@ -126,7 +127,7 @@ class CompareScreen(CtrlCQuits, Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.request_render()
+        self.console.request_render()
 
     def redraw(self, app: Any) -> None:
         """The app's refresh tick (both sessions are final: only the palette changes)."""
@@ -147,15 +148,15 @@ class CompareScreen(CtrlCQuits, Screen):
         panel.update(compare_table(self.a, self.b, self.name_a, self.name_b, pal, width))
 
     def on_resize(self) -> None:
-        self.app.request_render()
+        self.console.request_render()
 
     def action_swap(self) -> None:
         self.a, self.b = self.b, self.a
         self.name_a, self.name_b = self.name_b, self.name_a
-        self.app.request_render()
+        self.console.request_render()
 
 
-class CompareSource:
+class CompareSource(ConsoleSource):
     """The compare mode of the console: two sessions reduced to their final states, shown by
     CompareScreen; it offers no live or replay key and has nothing to tick."""
 
@@ -178,5 +179,5 @@ class CompareSource:
     def offers(self, action: str) -> bool | None:
         return False
 
-    def commands(self) -> list:
+    def commands(self) -> list[Command]:
         return []

@@ -106,9 +106,9 @@ class DashboardScreen(CtrlCQuits, Screen):
         for n, (wid, title) in PANELS.items():
             self.query_one(f"#{wid}").border_title = f"{n} {title}"
         self.query_one("#filter").display = False
-        self.query_one("#replaybar").display = self.app.mode == "replay"
+        self.query_one("#replaybar").display = self.console.mode == "replay"
         self.query_one(ProofsTable).focus()
-        self.app.request_render()
+        self.console.request_render()
 
     # ---- rendering ------------------------------------------------------------------------
 
@@ -121,10 +121,11 @@ class DashboardScreen(CtrlCQuits, Screen):
         header = self.query_one(HeaderBar)
         header.context = ctx
         header.show(state, pal)
-        for cls in (PipelineStrip, GpuPanel, MemoryPanel, EventLog):
-            self.query_one(cls).show(state, pal)
+        for panel in (self.query_one(PipelineStrip), self.query_one(GpuPanel),
+                      self.query_one(MemoryPanel), self.query_one(EventLog)):
+            panel.show(state, pal)
         self.show_proofs(state, pal)
-        if self.app.mode == "replay":
+        if self.console.mode == "replay":
             self.query_one("#replaybar", Static).update(bar, layout=False)  # one line, always
 
     def show_proofs(self, state: DashboardState, pal: Palette) -> None:
@@ -149,7 +150,7 @@ class DashboardScreen(CtrlCQuits, Screen):
     def on_key(self, event: Any) -> None:
         """A tuning key in a read-only console is not offered (hidden from the footer and
         help), so its binding never runs: say why nothing happened instead of ignoring it."""
-        if self.app.mode != "live" or not getattr(self.app, "readonly", False):
+        if self.console.mode != "live" or not self.console.readonly:
             return
         for binding in self._bindings.key_to_bindings.get(event.key, []):
             name = binding.action.removeprefix("app.").split("(", 1)[0]
@@ -166,7 +167,12 @@ class DashboardScreen(CtrlCQuits, Screen):
 
     # ---- actions --------------------------------------------------------------------------
 
-    def action_maximize(self, n: int) -> None:
+    def action_maximize(self, n: int | None = None) -> None:
+        """Panel n (1-5) fills the screen, or back; with no panel named (Textual's own
+        maximize command), Textual's maximize of the focused widget."""
+        if n is None:
+            super().action_maximize()
+            return
         w = self.query_one(f"#{PANELS[n][0]}")
         if self.maximized is w:
             self.restore_panels()
@@ -204,7 +210,7 @@ class DashboardScreen(CtrlCQuits, Screen):
             box.display = False
             table.filter_text = ""
             table.focus()
-            self.app.render_proofs()
+            self.console.render_proofs()
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -215,43 +221,43 @@ class DashboardScreen(CtrlCQuits, Screen):
         if event.input.id == "filter":
             table = self.query_one(ProofsTable)
             table.filter_text = event.value
-            self.app.render_proofs()
+            self.console.render_proofs()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
             event.input.display = False
             self.query_one(ProofsTable).focus()
-        self.app.request_render()
+        self.console.request_render()
 
     def action_sort_next(self) -> None:
         self.query_one(ProofsTable).cycle_sort()  # the panel title shows the sort
-        self.app.render_proofs()
+        self.console.render_proofs()
 
     def action_sort_reverse(self) -> None:
         t = self.query_one(ProofsTable)
         t.sort_by(t.sort_key)
-        self.app.render_proofs()
+        self.console.render_proofs()
 
     def on_proofs_table_header_clicked(self, event: ProofsTable.HeaderClicked) -> None:
         self.query_one(ProofsTable).sort_by(event.key)
-        self.app.render_proofs()
+        self.console.render_proofs()
 
     def on_proofs_table_row_chosen(self, event: ProofsTable.RowChosen) -> None:
-        self.app.open_detail(event.job)
+        self.console.open_detail(event.job)
 
     def action_export(self) -> None:
         from app.csvexport import export_proofs
 
         table = self.query_one(ProofsTable)
         try:
-            path, n = export_proofs(self.app.state, table.sort_key, table.sort_reverse,
+            path, n = export_proofs(self.console.state, table.sort_key, table.sort_reverse,
                                     table.filter_text)
         except OSError as exc:
-            self.app._local_log("error", f"CSV export failed: {exc}")
+            self.console._local_log("error", f"CSV export failed: {exc}")
             self.notify(f"CSV export failed: {exc}", severity="error")
             return
         what = f"exported {n} proof{'' if n == 1 else 's'} to {path}"
-        self.app._local_log("info", what)
+        self.console._local_log("info", what)
         self.notify(what, timeout=4)
 
     def action_history(self) -> None:
@@ -264,4 +270,4 @@ class DashboardScreen(CtrlCQuits, Screen):
         if job is None:
             self.notify("no proof selected", severity="warning")
             return
-        self.app.open_detail(job)
+        self.console.open_detail(job)

@@ -51,7 +51,7 @@ class DetailScreen(CtrlCQuits, Screen):
         self.on_resize()
         self.query_one("#detail-gantt").border_title = "timeline (per partition)"
         self.query_one("#detail-timers").border_title = "layered timers (ms): GPU wrapper ▕ call ▕ kernels"
-        self.app.request_render()
+        self.console.request_render()
 
     def redraw(self, app: Any) -> None:
         """The app's refresh tick."""
@@ -81,9 +81,9 @@ class DetailScreen(CtrlCQuits, Screen):
         self.app.pop_screen()
 
     def action_other(self, d: int) -> None:
-        ids = sorted(self.app.state.jobs)
+        ids = sorted(self.console.state.jobs)
         if not ids:
             return
         i = ids.index(self.job) if self.job in ids else 0
         self.job = ids[max(0, min(len(ids) - 1, i + d))]
-        self.app.request_render()
+        self.console.request_render()

@@ -95,7 +95,7 @@ class HistoryScreen(CtrlCQuits, Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.request_render()
+        self.console.request_render()
 
     def redraw(self, app: Any) -> None:
         hosts = sorted(app.state.history) or [LOCAL]
@@ -108,7 +108,7 @@ class HistoryScreen(CtrlCQuits, Screen):
         self.app.pop_screen()
 
     def action_host(self, d: int) -> None:
-        hosts = sorted(self.app.state.history) or [LOCAL]
+        hosts = sorted(self.console.state.history) or [LOCAL]
         i = hosts.index(self.host) if self.host in hosts else 0
         self.host = hosts[(i + d) % len(hosts)]
-        self.app.request_render()
+        self.console.request_render()

@@ -1,7 +1,7 @@
 """The hosts view: one row per host of a farm session, the farm's rate and log; drill-down into
 one host's dashboard; knobs to the chosen host or to every host.
 
-Its rows and every host's own dashboard state come from app.cluster_source.FarmFold: in the
+Its rows and every host's own dashboard state come from app.farm_fold.FarmFold: in the
 farm console (`sealtop --cluster ADDR`, where this view is the home) the app feeds the fold each
 live batch; over a replayed farm session the view folds the session's events up to the
 replay's time itself (a seek back folds again). A session of one local engine has no hosts,
@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from app.cluster_source import FarmFold
+from app.farm_fold import FarmFold
 from app.knobs import bindings as knob_bindings
 from app.knobs import knob_keys
 from app.knobs import next_value as step_knob
@@ -262,7 +262,7 @@ class HostDashboardScreen(DashboardScreen):
                 id="host-history"),
         *knob_bindings("host_knob", "host-", up_first=True),
         Binding("p", "host_pause", "Pause", tooltip="Pause/resume this host", id="host-pause"),
-        *[b for b in DashboardScreen.BINDINGS if b.key not in _HOST_KEYS],
+        *[b for b in DashboardScreen.BINDINGS if isinstance(b, Binding) and b.key not in _HOST_KEYS],
     ]
 
     def __init__(self, fold: Callable[[], FarmFold], host: str) -> None:
@@ -301,8 +301,8 @@ class HostDashboardScreen(DashboardScreen):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in ("host_knob", "host_pause"):  # hidden where no tuning is offered
-            app = self.app
-            if app.mode != "live" or getattr(app, "readonly", False):
+            app = self.console
+            if app.mode != "live" or app.readonly:
                 return False
             return True if app.can_tune else None
         return super().check_action(action, parameters)

@@ -8,7 +8,12 @@ from a prompt or the filter box too.
 
 from __future__ import annotations
 
+from typing import cast
+
 from textual.binding import Binding
+from textual.message_pump import MessagePump
+
+from app.consoleapp import ConsoleApp, console_of
 
 EXIT_INTERRUPTED = 130
 
@@ -21,9 +26,16 @@ def ctrl_c_binding() -> Binding:
 
 
 class CtrlCQuits:
-    """The screens' side of ctrl+c (mixed into each Screen class)."""
+    """The screens' side of ctrl+c (mixed into each Screen class), and their typed way to the
+    console App."""
 
-    app: object
+    @property
+    def console(self) -> ConsoleApp:
+        """The console this screen is shown in."""
+        return console_of(self._screen())
 
     def action_interrupt(self) -> None:
-        self.app.exit(return_code=EXIT_INTERRUPTED)  # type: ignore[attr-defined]
+        self._screen().app.exit(return_code=EXIT_INTERRUPTED)
+
+    def _screen(self) -> MessagePump:
+        return cast(MessagePump, self)  # mixed into Screen classes only

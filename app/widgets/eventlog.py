@@ -15,6 +15,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from app.consoleapp import console_of
 from app.state import DashboardState, LogEntry
 from app.widgets.base import set_virtual_size
 from app.widgets.render import Palette
@@ -141,6 +142,6 @@ class EventLog(ScrollView, can_focus=True):
         self.search_text = text.strip()
         self.follow = True
         self._seen = None
-        self.app.request_render()
+        console_of(self).request_render()
         title = "5 event log" + (f"  search “{self.search_text}”" if self.search_text else "")
         self.border_title = title

@@ -93,6 +93,11 @@ def job_value(job: JobState, key: str) -> float | str | None:
         return _STAGE_ORDER.get(job.status, len(_STAGE_ORDER))
     if key == "total":
         return job.total_ms
+    return timer_ms(job, key)
+
+
+def timer_ms(job: JobState, key: str) -> float | None:
+    """A timer column's value: the mean ms per partition (synth and kernel derived)."""
     if key in ("synth", "kernel"):
         return job.mean_derived(key)
     return job.mean_ms(key)
@@ -199,7 +204,7 @@ class RowBuilder:
         cells = [Text(str(j.job), justify="right"), status_cell(j, pal),
                  Text(STAGE_WORDS.get(st, st), style=pal.stage_style(st) if st in STAGE_GLYPH else ""),
                  Text(f"{j.done_partitions}/{j.partitions}", justify="right")]
-        cells += [Text(fmt_ms(job_value(j, key)), justify="right") for key in _TIMER_KEYS]
+        cells += [Text(fmt_ms(timer_ms(j, key)), justify="right") for key in _TIMER_KEYS]
         total = "–" if j.total_ms is None else f"{j.total_ms / 1000:.2f}"
         cells.append(Text(total, justify="right",
                           style=pal.bad if st in ("bad", "failed") else "bold"))

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from kernels.bench import ANCHORS_MS
-from kernels.bench import DEFAULT_SIZES as _DEFAULTS
+from kernels.anchors import ANCHORS_MS
+from kernels.anchors import DEFAULT_SIZES as _DEFAULTS
 from kernels.constants import G1_GEN, G2_GEN
 from kernels.cuda.stream import cupy_module as _cp
 
