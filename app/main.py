@@ -1,5 +1,5 @@
 """The `sealtop` entry point: the console for no verb, `replay FILE` and `compare A B`;
-every other verb goes to the headless engine CLI (engine/cli.py).
+every other verb goes to the headless engine CLI (engine/verbs/cli.py).
 
 Textual is imported only when the console opens, so the headless verbs run where Textual is not
 installed. Bad input (a missing config, an unreadable session) gets one line and a non-zero
@@ -20,7 +20,7 @@ CONSOLE_USAGE = {"replay": "replay FILE", "compare": "compare A B", "attach": "a
 
 
 def epilog() -> str:
-    """--help's list of every verb: the console's, then the headless CLI's (engine/cli.py)."""
+    """--help's list of every verb: the console's, then the headless CLI's (engine/verbs/cli.py)."""
     from engine.verbs.cli import headless_verbs
 
     console = ", ".join(CONSOLE_USAGE[v] for v in CONSOLE_VERBS)

@@ -24,11 +24,14 @@ def _unknown() -> object:
     return random.choice([max(SUPPORTED) + random.randint(1, 100), 0, -1, "4", 4.5, True, None])
 
 
-def _session(start_schema: object, host_schema: object | None = None) -> str:
+_NO_HOST = object()  # no host event (None is one of the unknown schemas a host may carry)
+
+
+def _session(start_schema: object, host_schema: object = _NO_HOST) -> str:
     start = E.session_start(0.0, {}, {"cpus": 2, "ram_bytes": 1}, [], "2026-12-03T00:00:00Z")
     start["schema"] = start_schema
     events = [start, E.error(0.5, "w", "x")]
-    if host_schema is not None:
+    if host_schema is not _NO_HOST:
         own = {k: v for k, v in start.items() if k not in ("t", "kind")}
         own["schema"] = host_schema
         events.append(E.host(0.7, "hA", "joined", "tcp://a:1", own, {"slots": 1}, 0.0))
