@@ -254,7 +254,8 @@ class LiveSource(ConsoleSource):
             return
         watchers = None
         if self.watch is not None:
-            from engine.watchers import AddressError, start_watchers
+            from engine.address import AddressError
+            from engine.watchers import start_watchers
 
             try:
                 watchers = start_watchers(engine, self.watch, self.config)

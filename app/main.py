@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _metrics_address(text: str):
-    from engine.watchers import AddressError, parse_address
+    from engine.address import AddressError, parse_address
 
     try:
         return parse_address(text)

@@ -11,9 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.address import Address as Address
-from engine.address import AddressError as AddressError
-from engine.address import parse_address as parse_address
+from engine.address import Address
 from engine.attach import AttachServer, Controllable
 
 if TYPE_CHECKING:  # the exporter needs prometheus-client, imported only when --metrics is given
@@ -88,7 +86,7 @@ def job_from_fields(fields: dict[str, Any], cfg: Any) -> Any:
 
 def start_watchers(engine: Controllable, watch: Watch, cfg: Any = None) -> Watchers:
     """Start what was asked for (``cfg``: the running config, for jobs an attached console
-    submits); raises engine.exporter.AddressError (one line) when the metrics address cannot be
+    submits); raises engine.address.AddressError (one line) when the metrics address cannot be
     bound, having started nothing."""
     w = Watchers(linger_s=watch.metrics_linger)
     if watch.metrics is not None:

@@ -16,9 +16,10 @@ engine_mod = pytest.importorskip("engine.pipeline.engine")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from app.console import SealtopApp  # noqa: E402
+from engine.address import Address  # noqa: E402
 from engine.attach import RemoteEngine  # noqa: E402
 from engine.config import EngineConfig  # noqa: E402
-from engine.watchers import Address, Watch  # noqa: E402
+from engine.watchers import Watch  # noqa: E402
 
 
 def _verified(url: str) -> float:

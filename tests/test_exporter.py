@@ -15,8 +15,8 @@ pytest.importorskip("prometheus_client")  # the device machine has none; every i
 from prometheus_client import generate_latest  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from engine.address import AddressError, parse_address  # noqa: E402
 from engine.exporter import Exporter  # noqa: E402
-from engine.watchers import AddressError, parse_address  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 GRAFANA = Path(__file__).parent.parent / "docs" / "grafana" / "sealtop.json"

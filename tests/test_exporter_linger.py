@@ -17,9 +17,10 @@ pytest.importorskip("prometheus_client")
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from engine.address import Address  # noqa: E402
 from engine.exporter import Exporter, MetricsServer  # noqa: E402
 from engine.stream import schema as E  # noqa: E402
-from engine.watchers import Address, Watch, Watchers  # noqa: E402
+from engine.watchers import Watch, Watchers  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "data" / "session_fixture.jsonl"
 

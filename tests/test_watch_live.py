@@ -20,11 +20,11 @@ pytest.importorskip("prometheus_client")  # the device machine has none; every i
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from engine.address import Address  # noqa: E402
 from engine.config import EngineConfig  # noqa: E402
 from engine.exporter import Exporter, MetricsServer  # noqa: E402
 from engine.stream.fold import Fold  # noqa: E402
 from engine.stream.tap import Tap  # noqa: E402
-from engine.watchers import Address  # noqa: E402
 
 
 def _text(url: str) -> str:

@@ -46,7 +46,8 @@ def add_watch_args(p: argparse.ArgumentParser) -> None:
 
 
 def watch(args: argparse.Namespace):
-    from engine.watchers import AddressError, Watch, parse_address
+    from engine.address import AddressError, parse_address
+    from engine.watchers import Watch
 
     try:
         metrics = parse_address(args.metrics) if args.metrics is not None else None

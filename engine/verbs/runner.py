@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 from engine import signals
+from engine.address import AddressError
 from engine.config import ConfigError, EngineConfig, load_config
 from engine.stream.fold import Fold, JobRecord, StageChange
 from engine.stream.reader import SessionError, read_recording
@@ -28,7 +29,7 @@ from engine.stream.recorder import RecordingError, SessionRecorder, check_target
 from engine.stream.schema import CANCELLED
 from engine.stream.summary import render_all
 from engine.stream.tap import SinkStats, Tap
-from engine.watchers import AddressError, Watch, Watchers, start_watchers
+from engine.watchers import Watch, Watchers, start_watchers
 from kernels.textfmt import error_line, exc_line
 
 
