@@ -13,7 +13,7 @@
 //                    sum plus lo * S for the slice's offset lo;
 //   *_reduce         sums consecutive runs of XYZZ points (slices -> windows, ones partials);
 //   *_finish         Horner over the windows (c doublings each), plus the ones sum, to affine.
-// Signed digits: d = bits + carry; if d > 2^(c-1) then d -= 2^c and carry 1. With
+// Signed digits (signed_digit): d = bits + carry; if d > 2^(c-1) then d -= 2^c and carry 1. With
 // nwin = ceil(256 / c) windows no carry is left over, and a digit's magnitude is at most 2^(c-1),
 // so a window has 2^(c-1) buckets (bucket |d| - 1).
 #pragma once
@@ -31,6 +31,16 @@ __device__ __forceinline__ void load_scalar(const uint32_t* canon, uint64_t p, u
     const uint4* q = reinterpret_cast<const uint4*>(canon + p * 8);
     uint4 a = q[0], b = q[1];
     s[0] = a.x; s[1] = a.y; s[2] = a.z; s[3] = a.w; s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
+}
+
+// The signed-digit rule, once: window bits plus the carry in give the digit's magnitude, its sign
+// and the carry out. The histogram, the scatter and the per-window passes all recode through it,
+// so a bucket counted is the bucket filled.
+__device__ __forceinline__ uint32_t signed_digit(uint32_t bits, int c, uint32_t* carry, uint32_t* neg) {
+    const uint32_t half = 1u << (c - 1), full = 1u << c;
+    const uint32_t raw = bits + *carry;
+    *neg = *carry = raw > half;
+    return *neg ? full - raw : raw;
 }
 
 #ifdef MSM_GENERIC_KERNELS
@@ -52,13 +62,10 @@ __global__ void msm_histogram(const uint32_t* canon, const uint32_t* idx, uint32
     uint32_t p = idx ? idx[t] : t;
     uint32_t s[8];
     load_scalar(canon, p, s);
-    const uint32_t half = 1u << (c - 1), full = 1u << c;
-    uint32_t carry = 0;
+    const uint32_t half = 1u << (c - 1);
+    uint32_t carry = 0, neg;
     for (int w = 0; w < nwin; w++) {
-        uint32_t raw = scalar_bits(s, w * c, c) + carry;
-        uint32_t mag = raw;
-        carry = 0;
-        if (raw > half) { mag = full - raw; carry = 1; }
+        uint32_t mag = signed_digit(scalar_bits(s, w * c, c), c, &carry, &neg);
         if (mag) atomicAdd(&count[(uint64_t)w * half + mag - 1], 1u);
     }
 }
@@ -69,13 +76,10 @@ __global__ void msm_scatter(const uint32_t* canon, const uint32_t* idx, uint32_t
     uint32_t p = idx ? idx[t] : t;
     uint32_t s[8];
     load_scalar(canon, p, s);
-    const uint32_t half = 1u << (c - 1), full = 1u << c;
-    uint32_t carry = 0;
+    const uint32_t half = 1u << (c - 1);
+    uint32_t carry = 0, neg;
     for (int w = 0; w < nwin; w++) {
-        uint32_t raw = scalar_bits(s, w * c, c) + carry;
-        uint32_t mag = raw, neg = 0;
-        carry = 0;
-        if (raw > half) { mag = full - raw; carry = 1; neg = 1; }
+        uint32_t mag = signed_digit(scalar_bits(s, w * c, c), c, &carry, &neg);
         if (mag) {
             uint32_t pos = atomicAdd(&cursor[(uint64_t)w * half + mag - 1], 1u);
             sorted[pos] = p | (neg << 31);
@@ -88,12 +92,9 @@ __global__ void msm_scatter(const uint32_t* canon, const uint32_t* idx, uint32_t
 // of reading each scalar once per window. The carry into window w is recomputed from the lower
 // windows' bits, exactly as the loops above produce it.
 __device__ __forceinline__ uint32_t window_digit(const uint32_t s[8], int c, int w, uint32_t* neg) {
-    const uint32_t half = 1u << (c - 1), full = 1u << c;
     uint32_t carry = 0;
-    for (int i = 0; i < w; i++) carry = (scalar_bits(s, i * c, c) + carry) > half;
-    uint32_t raw = scalar_bits(s, w * c, c) + carry;
-    *neg = raw > half;
-    return *neg ? full - raw : raw;
+    for (int i = 0; i < w; i++) signed_digit(scalar_bits(s, i * c, c), c, &carry, neg);
+    return signed_digit(scalar_bits(s, w * c, c), c, &carry, neg);
 }
 
 __global__ void msm_histogram_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, uint32_t* count) {
