@@ -32,6 +32,7 @@ from functools import cache
 
 import numpy as np
 
+from engine.circuit.sha256 import IV, K
 from engine.seal.registry import BASE_DEGREE, EXP_DEGREE, SealProof
 
 FR_NUM_BITS = 255
@@ -122,17 +123,6 @@ def poseidon_constraints(arity: int) -> int:
 _F, _T, _V = 0, 1, 2  # a bit known as constant false, constant true, or a variable
 Word = tuple[int, ...]  # 32 bits, least significant first (bellperson UInt32's order)
 
-_K = (
-    0x428A2F98, 0x71374491, 0xB5C0FBCF, 0xE9B5DBA5, 0x3956C25B, 0x59F111F1, 0x923F82A4, 0xAB1C5ED5,
-    0xD807AA98, 0x12835B01, 0x243185BE, 0x550C7DC3, 0x72BE5D74, 0x80DEB1FE, 0x9BDC06A7, 0xC19BF174,
-    0xE49B69C1, 0xEFBE4786, 0x0FC19DC6, 0x240CA1CC, 0x2DE92C6F, 0x4A7484AA, 0x5CB0A9DC, 0x76F988DA,
-    0x983E5152, 0xA831C66D, 0xB00327C8, 0xBF597FC7, 0xC6E00BF3, 0xD5A79147, 0x06CA6351, 0x14292967,
-    0x27B70A85, 0x2E1B2138, 0x4D2C6DFC, 0x53380D13, 0x650A7354, 0x766A0ABB, 0x81C2C92E, 0x92722C85,
-    0xA2BFE8A1, 0xA81A664B, 0xC24B8B70, 0xC76C51A3, 0xD192E819, 0xD6990624, 0xF40E3585, 0x106AA070,
-    0x19A4C116, 0x1E376C08, 0x2748774C, 0x34B0BCB5, 0x391C0CB3, 0x4ED8AA4A, 0x5B9CCA4F, 0x682E6FF3,
-    0x748F82EE, 0x78A5636F, 0x84C87814, 0x8CC70208, 0x90BEFFFA, 0xA4506CEB, 0xBEF9A3F7, 0xC67178F2,
-)
-_IV = (0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19)
 
 
 def _const_word(v: int) -> Word:
@@ -246,7 +236,7 @@ class _Sha256Counter:
                 e = self.addmany(e_ops)
             s1 = self.wxor(self.wxor(self.rotr(e, 6), self.rotr(e, 11)), self.rotr(e, 25))
             ch = tuple(self.ch(x, y, z) for x, y, z in zip(e, f, g))
-            temp1 = [h, s1, ch, _const_word(_K[i]), w[i]]
+            temp1 = [h, s1, ch, _const_word(K[i]), w[i]]
             if a_ops is not None:
                 a = self.addmany(a_ops)
             s0 = self.wxor(self.wxor(self.rotr(a, 2), self.rotr(a, 13)), self.rotr(a, 22))
@@ -291,7 +281,7 @@ def sha256_count(message: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
     length = len(message)
     pad_zeros = (-(length + 1 + 64)) % 512
     padded = message + (_T,) + (_F,) * pad_zeros + tuple((length >> i) & 1 for i in range(63, -1, -1))
-    state = tuple(_const_word(v) for v in _IV)
+    state = tuple(_const_word(v) for v in IV)
     total = 0
     for off in range(0, len(padded), 512):
         n, state = _compress_count(padded[off : off + 512], state)
