@@ -168,7 +168,16 @@ class SegmentRegistry:
             self._seq += 1
             name = f"{self.prefix}{tag}-{self._seq}"
         spec = SegmentSpec(name, tuple(int(s) for s in shape))
-        shm = shared_memory.SharedMemory(name=name, create=True, size=max(spec.nbytes, 1))
+        if self._track:
+            # Registered before it exists: SharedMemory registers only after shm_open, ftruncate
+            # and mmap, and an orchestrator killed in between left a segment the tracker never
+            # heard of. The tracker keeps a set, so SharedMemory's own registration adds nothing.
+            resource_tracker.register("/" + name, "shared_memory")
+        try:
+            shm = shared_memory.SharedMemory(name=name, create=True, size=max(spec.nbytes, 1))
+        except BaseException:
+            self._untrack(name)
+            raise
         if not self._track:
             resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
         shm.close()
