@@ -75,6 +75,7 @@ class CircuitBuilder:
             raise ValueError("a circuit cannot have a negative number of public inputs")
         self.next_var = 1 + self.num_public
         self._tmpl_ids: dict[int, int] = {}
+        self._grown: dict[str, list[int]] = {}
 
     def public(self, i: int) -> int:
         if not 0 <= i < self.num_public:
@@ -91,6 +92,25 @@ class CircuitBuilder:
         self.next_var += n
         self.regions[name] = idx
         return idx
+
+    def alloc_aux(self, name: str, n: int = 1) -> np.ndarray:
+        """n private variables allocated now (the next aux indices), appended to the 1-D region
+        ``name``, which grows with every call: bellperson allocates a supplied value wherever
+        its gadget is, not in one block."""
+        grown = self._grown.setdefault(name, [])
+        if name in self.regions and not grown:
+            raise ValueError(f"variable region {name!r} is defined twice")
+        idx = np.arange(self.next_var, self.next_var + n, dtype=np.int64)
+        self.next_var += n
+        grown.extend(idx.tolist())
+        self.regions[name] = idx  # replaced by the whole region in compile()
+        return idx
+
+    def call(self, tmpl: Template, inputs: list[int]) -> list[int]:
+        """One instance of ``tmpl`` over ``inputs`` (global indices), its variables and
+        constraints next in the circuit; returns the global index of each output."""
+        outs = self.place(tmpl, np.asarray(inputs, np.int64).reshape(1, tmpl.n_in))
+        return [int(o[0]) for o in outs]
 
     def name_region(self, name: str, idx: np.ndarray) -> None:
         """Give a name to existing variables (for reading them back from a witness)."""
@@ -134,6 +154,8 @@ class CircuitBuilder:
     def compile(self) -> CircuitShape:
         """Assemble the CSR matrices of all placements, with bellman's input constraints
         appended (the rows :func:`with_input_constraints` adds, written in place)."""
+        for name, grown in self._grown.items():
+            self.regions[name] = np.array(grown, np.int64)
         num_inputs = 1 + self.num_public
         need = self.matrix_bytes()
         avail = available_memory_bytes()
