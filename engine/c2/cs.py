@@ -77,7 +77,9 @@ class Synth:
 
     @classmethod
     def new(cls, name: str, num_public: int) -> Synth:
-        return cls(CircuitBuilder(name, num_public))
+        builder = CircuitBuilder(name, num_public)
+        builder.alloc_aux(PRIVATE, 0)  # the region exists even where nothing is supplied
+        return cls(builder)
 
     # -- supplied values ----------------------------------------------------------------
 

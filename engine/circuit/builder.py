@@ -53,6 +53,7 @@ class CircuitShape:
     r1cs: R1CS
     spec_digest: str = ""
     from_cache: bool = False
+    meta: dict = field(default_factory=dict)  # what a circuit family keeps beside its shape
 
     @property
     def num_vars(self) -> int:
@@ -97,9 +98,9 @@ class CircuitBuilder:
         """n private variables allocated now (the next aux indices), appended to the 1-D region
         ``name``, which grows with every call: bellperson allocates a supplied value wherever
         its gadget is, not in one block."""
-        grown = self._grown.setdefault(name, [])
-        if name in self.regions and not grown:
+        if name in self.regions and name not in self._grown:
             raise ValueError(f"variable region {name!r} is defined twice")
+        grown = self._grown.setdefault(name, [])
         idx = np.arange(self.next_var, self.next_var + n, dtype=np.int64)
         self.next_var += n
         grown.extend(idx.tolist())
@@ -281,6 +282,7 @@ def save_shape(shape: CircuitShape, directory: Path) -> None:
         "regions": shape.regions,
         "spec_digest": shape.spec_digest,
         "r1cs_digest": shape.r1cs.digest(),  # seconds to compute at large: once, here
+        "meta": shape.meta,
     }
     with open(tmp / "shape.pkl", "wb") as f:
         pickle.dump(meta, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -305,7 +307,7 @@ def load_shape(directory: Path) -> CircuitShape:
         r.known_digest(meta["r1cs_digest"])
     return CircuitShape(
         meta["name"], meta["num_public"], meta["num_aux"], meta["templates"], meta["stages"],
-        meta["regions"], r, meta["spec_digest"], from_cache=True,
+        meta["regions"], r, meta["spec_digest"], from_cache=True, meta=meta.get("meta", {}),
     )
 
 

@@ -1,0 +1,85 @@
+"""Filecoin's C2 circuit of one registered seal proof: built once and cached, filled per
+partition from a C1 output, and checked against public values the verifier derives.
+
+A partition's witness is the values its circuit's Sources name in that partition's vanilla
+proofs (engine/c2/assign.py), then the templates' witness programs. Its public inputs come from
+(prover_id, sector_id, ticket, seed, comm_d, comm_r) alone (engine/c2/public.py); the prover's
+own copy of them (the input Sources read from its vanilla proofs) is compared with those before
+any proving, so a C1 output for another sector, ticket or seed stops in one line instead of
+producing a proof that cannot verify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.c2.assign import assign
+from engine.c2.cs import PRIVATE, Source
+from engine.c2.public import Statement, public_inputs
+from engine.c2.stacked import synthesize
+from engine.circuit.builder import CircuitShape, cached_build
+from engine.circuit.witness import fill_inputs, witness_numba
+from engine.seal.circuit_count import StackedShape
+from engine.seal.registry import SealProof
+from engine.seal.vanilla import C1Output
+
+FAMILY = "filecoin-c2"
+
+
+class StatementMismatch(ValueError):
+    """The C1 output is not for the statement the verifier derives (another sector id, prover,
+    ticket, seed or commitment): no proof of it could verify."""
+
+
+@dataclass(frozen=True)
+class C2Circuit:
+    """The compiled partition circuit of ``proof`` and the Sources that fill it."""
+
+    proof: SealProof
+    shape: CircuitShape
+
+    @property
+    def sources(self) -> list[Source]:
+        return self.shape.meta["sources"]
+
+    @property
+    def input_sources(self) -> list[Source]:
+        return self.shape.meta["input_sources"]
+
+    def witness(self, c1: C1Output, k: int, statement: Statement,
+                out: np.ndarray | None = None) -> np.ndarray:
+        """Partition ``k``'s full witness z (Fr storage), written into ``out`` when given.
+        StatementMismatch when the C1 output's own public values differ from ``statement``'s."""
+        part = c1.vanilla_proofs[k]
+        expected = public_inputs(statement, k)
+        claimed = [int(v) for v in assign(self.input_sources, c1, k)]
+        if claimed != expected:
+            first = next(i for i, (a, b) in enumerate(zip(claimed, expected)) if a != b)
+            raise StatementMismatch(
+                f"partition {k}: the C1 output's public input {first} ({self.input_sources[first]}) "
+                f"is not the one derived from the statement: wrong prover id, sector id, ticket, "
+                f"seed, comm_d or comm_r, or the C1 output of another sector")
+        del part
+        values = assign(self.sources, c1, k)
+        z = fill_inputs(self.shape, expected, {PRIVATE: values}, out)
+        return witness_numba(self.shape, z)
+
+
+def build_c2(proof: SealProof | StackedShape, cache_dir: Path | str | None = None,
+             progress: Callable[[str], None] | None = None) -> C2Circuit:
+    """The C2 circuit of ``proof``'s partition shape, from ``cache_dir`` when built before."""
+    shape = StackedShape.of(proof)
+
+    def build() -> CircuitShape:
+        b = synthesize(shape)
+        b.shape.meta.update(sources=b.sources, input_sources=b.input_sources)
+        return b.shape
+
+    params = {"nodes": shape.nodes, "layers": shape.layers, "challenges": shape.challenges,
+              "tree_arities": list(shape.tree_arities), "degrees": [shape.base_degree, shape.exp_degree]}
+    built = cached_build(FAMILY, params, build, cache_dir, progress)
+    return C2Circuit(proof if isinstance(proof, SealProof) else None, built)  # type: ignore[arg-type]
