@@ -74,7 +74,7 @@ class FarmEngine:
 
         if self.farm.error is not None:
             raise ClusterError(self.farm.error)
-        return self.farm.submit(job.preset, job.partitions, job.seed)
+        return self.farm.submit(job.preset, job.partitions, job.seed, job.source)
 
     # ---- the operator's controls: queued, applied in order by one thread ------------------
 

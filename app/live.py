@@ -44,9 +44,14 @@ def make_factory(config: Any) -> Callable[[], Any]:
 
 
 def make_job(engine: Any, config: Any) -> Any:
-    """The job the console submits: the config's preset and partitions (tiny × 1 by default)."""
+    """The job the console submits: the config's C1 output when it names one (``[jobs] c1``),
+    else its preset and partitions (tiny × 1 by default)."""
     from engine.pipeline import Job
 
+    if getattr(config, "c1", ""):
+        from engine.c2.job import config_job
+
+        return config_job(config, 0)
     return Job(preset=getattr(config, "preset", None) or "tiny",
                partitions=getattr(config, "partitions", None) or 1,
                seed=getattr(config, "seed", None) or 1)

@@ -127,6 +127,22 @@ def _str(value: Any) -> str:
     return value
 
 
+def _optional_path(value: Any) -> str:
+    """A file's path, or "" for none."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a file path or \"\", got {value!r}")
+    return value
+
+
+def _hex32_or_empty(value: Any) -> str:
+    """32 bytes as 64 hex digits (an optional 0x), or "" for none."""
+    if value == "":
+        return ""
+    if not isinstance(value, str) or not re.fullmatch(r"(0x)?[0-9a-fA-F]{64}", value):
+        raise ValueError(f"expected 32 bytes as 64 hex digits, got {value!r}")
+    return value.removeprefix("0x").lower()
+
+
 def _devices(value: Any) -> list[int]:
     if not isinstance(value, list):
         raise ValueError(f"expected a list of GPU indices such as [0, 1], got {value!r}")
@@ -276,6 +292,13 @@ class EngineConfig:
     preset: str = setting("jobs", "chain-64", _str, "the circuit preset of submitted jobs")
     partitions: int = setting("jobs", 2, _count(1, 1024), "partitions of each job")
     seed: int = setting("jobs", 1, _count(0, 2**63 - 1), "the witness seed of the first job")
+    c1: str = setting("jobs", "", _optional_path,
+                      "a C1 output (SealCommitPhase1Output JSON) to prove instead of the preset: "
+                      "every partition of its sector, Filecoin's proof bytes out (\"\" = none)")
+    prover_id: str = setting("jobs", "", _hex32_or_empty,
+                             "the C1 output's prover id, 32 bytes hex (the file does not hold it)")
+    sector_id: int = setting("jobs", 0, _count(0, 2**64 - 1),
+                             "the C1 output's sector number (the file does not hold it)")
     scheduler: str = setting("cluster", "", _scheduler,
                              "the farm's Dask scheduler address (\"\" = none)")
     host_slots: int = setting("cluster", 0, _count(0, 4096),

@@ -75,6 +75,10 @@ def job_from_fields(fields: dict[str, Any], cfg: Any) -> Any:
     unless the command names others; ValueError (one line) on a malformed request."""
     from engine.pipeline.engine import Job
 
+    if not fields.get("preset") and getattr(cfg, "c1", None):  # the running config's C1 output
+        from engine.c2.job import config_job
+
+        return config_job(cfg, 0)
     preset = fields.get("preset") or cfg.preset
     partitions = fields.get("partitions") or cfg.partitions
     seed = fields.get("seed") or cfg.seed

@@ -208,7 +208,7 @@ def test_fuzz_structured_values(table, key, value):
 _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 _INTS = {"partition_workers": (1, 256), "gpu_channel_capacity": (1, 256),
          "gpu_slots_per_device": (1, 16), "partitions": (1, 1024), "seed": (0, 2**63 - 1),
-         "host_slots": (0, 4096)}
+         "host_slots": (0, 4096), "sector_id": (0, 2**64 - 1)}
 _CHOICES = {"backend": ("auto", "cpu", "cuda"), "permit_release": ("delivered", "synthesized"),
             "dealloc": ("async", "sync"), "b_g2": ("auto", "cpu", "gpu"), "abc_eval": ("cpu", "gpu"),
             "stall_action": ("report", "retry"), "damaged_key": ("refuse", "regenerate"),
@@ -219,6 +219,12 @@ _STRINGS = ("param_cache", "preset")
 
 def _bad(key: str, how: str):
     """A strategy of values for ``key`` that are wrong in the way ``how`` names."""
+    if key == "c1":  # "" is its "none" and any path a value: only the type can be wrong
+        return st.one_of(st.integers(-5, 5), st.booleans(), st.lists(_word, max_size=2))
+    if key == "prover_id":  # "" is its "none"; a value is 64 hex digits
+        if how == "type":
+            return st.one_of(st.integers(-5, 5), st.booleans(), st.lists(_word, max_size=2))
+        return st.one_of(_word.filter(lambda w: len(w) != 64), st.just("0x" + "g" * 64))
     if key == "scheduler":  # "" is its "none"; a bad one is not an address with a port
         if how == "type":
             return st.one_of(st.integers(-5, 5), st.booleans(), st.lists(_word, max_size=2))
@@ -291,7 +297,7 @@ def test_every_key_is_covered_by_the_bad_value_table():
     from engine.config import KEYS
 
     assert set(KEYS) == set(_INTS) | set(_CHOICES) | set(_SECONDS) | set(_STRINGS) | {
-        "memory_budget", "devices", "scheduler"}
+        "memory_budget", "devices", "scheduler", "c1", "prover_id"}
 
 
 @settings(max_examples=max(60, FUZZ_EXAMPLES // 3), deadline=None,

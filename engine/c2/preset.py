@@ -39,7 +39,7 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
     from engine.c2.circuit import build_c2
     from engine.c2.public import Statement, public_inputs
     from engine.c2.synthetic import synthetic_c1
-    from engine.pipeline.circuits import PartitionCircuit
+    from engine.pipeline.partition import PartitionCircuit
     from engine.seal.registry import seal_proof
     from engine.synthesis import general_capacity
 
@@ -59,12 +59,30 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
                              f"0..{proof.partitions - 1}")
         return max(partitions, partition + 1)
 
-    def witness(seed: int, partition: int, partitions: int, out: np.ndarray | None = None) -> np.ndarray:
-        c1, statement = sector(seed, _check(partition, partitions))
+    def of_source(source: Any) -> tuple[Any, Statement]:
+        from engine.c2.c1file import C1JobError, load_c1
+
+        c1 = load_c1(source.c1)
+        real = seal_proof(c1.registered_proof)
+        if (real.nodes, real.layers, real.challenges, real.tree_arities) != \
+                (proof.nodes, proof.layers, proof.challenges, proof.tree_arities):
+            raise C1JobError(f"{source.c1} is a {real.name} C1 output, not one {preset} proves")
+        return c1, Statement(real, bytes.fromhex(source.prover_id), source.sector_id, c1.ticket,
+                             c1.seed, c1.comm_d, c1.comm_r)
+
+    def witness(seed: int, partition: int, partitions: int, out: np.ndarray | None = None,
+                source: Any = None) -> np.ndarray:
+        if source is not None:
+            c1, statement = of_source(source)
+        else:
+            c1, statement = sector(seed, _check(partition, partitions))
         return c.witness(c1, partition, statement, out)
 
-    def public(seed: int, partition: int, partitions: int) -> list[int]:
-        _, statement = sector(seed, _check(partition, partitions))
+    def public(seed: int, partition: int, partitions: int, source: Any = None) -> list[int]:
+        if source is not None:
+            statement = of_source(source)[1]
+        else:
+            statement = sector(seed, _check(partition, partitions))[1]
         return public_inputs(statement, partition)
 
     return PartitionCircuit(preset, c.shape.r1cs, witness, public,

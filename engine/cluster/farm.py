@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from engine.cluster import ClusterError, require
@@ -145,9 +146,17 @@ class Farm:
                 return {}
             return {h.name: dict(h.resources) for h in self._merge.hosts.values() if h.present}
 
-    def submit(self, preset: str, partitions: int, seed: int) -> int:
-        """Send one job to the farm; returns its id in this session's stream."""
+    def submit(self, preset: str, partitions: int, seed: int, source: Any = None) -> int:
+        """Send one job to the farm; returns its id in this session's stream. ``source`` (a
+        JobSource) sends a C1 output's job: the file's bytes go with it."""
         from engine.cluster.hostengine import prove_job
+
+        c1 = ""
+        if source is not None:
+            import base64
+            import zlib
+
+            c1 = base64.b64encode(zlib.compress(Path(source.c1).read_bytes(), 6)).decode()
 
         if self.client is None or self._stopped:
             raise ClusterError("submit needs a started farm that is not stopping")
@@ -155,7 +164,9 @@ class Farm:
             job = self._next_job
             self._next_job += 1
             spec = JobSpec(self.session, job, preset, partitions, seed,
-                           getattr(self.config, "needs", "any"))
+                           getattr(self.config, "needs", "any"), c1,
+                           source.prover_id if source is not None else "",
+                           source.sector_id if source is not None else 0)
             timing = JobTiming(job, time.time())
             fut = self.client.submit(prove_job, spec.to_bytes(), key=spec.key, pure=False,
                                      resources=spec.resources())

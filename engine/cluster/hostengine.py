@@ -23,6 +23,7 @@ import asyncio
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from distributed import WorkerPlugin
@@ -178,6 +179,25 @@ class HostEngine(WorkerPlugin):
 
     # ---- counters --------------------------------------------------------------------------
 
+    def _c1_job(self, spec: JobSpec) -> Any:
+        """A C1 output's job: its bytes written once to this host's disk (named by their digest,
+        atomically), then the job that proves every partition of it."""
+        import base64
+        import hashlib
+        import zlib
+
+        from engine.atomic import atomic_write
+        from engine.c2.job import c1_job
+
+        data = zlib.decompress(base64.b64decode(spec.c1))
+        where = Path(self.config.param_cache_path()) / "c1"
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / f"{hashlib.sha256(data).hexdigest()[:32]}.json"
+        if not path.exists():
+            with atomic_write(path, "wb", encoding=None) as f:
+                f.write(data)
+        return c1_job(str(path), spec.prover_id, spec.sector_id)
+
     def baseline(self, session: str) -> dict[str, int]:
         """The Engine's counters when ``session`` began here: taken the first time it is asked
         for (the client seeing this host) or before the session's first job, whichever is first,
@@ -212,9 +232,10 @@ class HostEngine(WorkerPlugin):
         eng = self.engine
         if eng is None:
             return None
+        job = self._c1_job(spec) if spec.c1 else Job(spec.preset, spec.partitions, spec.seed)
         self.baseline(spec.session)  # before the job: the session's counters count it
         with self._submit:
-            local = eng.submit(Job(spec.preset, spec.partitions, spec.seed))
+            local = eng.submit(job)
             self._tags[local] = (spec.session, spec.job)
             w = _Waiter(spec, received)
             with self._lock:

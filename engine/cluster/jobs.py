@@ -34,6 +34,11 @@ class JobSpec:
     partitions: int
     seed: int
     needs: str = "any"  # any host, else a backend ("cuda", "cpu")
+    # a C1 output's job: the file's bytes (zlib, base64) travel once with the job, not per
+    # partition; the host writes them to its own disk (engine.cluster.hostengine)
+    c1: str = ""
+    prover_id: str = ""
+    sector_id: int = 0
 
     def to_bytes(self) -> bytes:
         return json.dumps(dataclasses.asdict(self), sort_keys=True).encode()

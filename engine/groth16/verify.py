@@ -73,3 +73,17 @@ def decodes(proof: bytes) -> str | None:
         except Exception:
             return f"proof {name} does not decode to a valid curve point"
     return None
+
+
+def malformed(proof: bytes) -> str | None:
+    """None if ``proof`` is the canonical zcash encoding of three valid points, else why not.
+    Both decoders must accept it: ours (engine.groth16.serialize), which refuses every
+    non-canonical form (stray bits beside the infinity flag among them), and the oracle's."""
+    from engine.groth16.serialize import ProofFormatError, decode_proof, encode_proof
+
+    try:
+        if encode_proof(decode_proof(proof)) != bytes(proof):
+            return "not the canonical encoding of its points"
+    except ProofFormatError as exc:
+        return str(exc)
+    return decodes(proof)

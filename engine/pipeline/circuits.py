@@ -26,14 +26,11 @@ import functools
 import hashlib
 import importlib
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-from engine.groth16.r1cs import R1CS
+from engine.pipeline.partition import PartitionCircuit, Public, Witness
 
 _CHAIN_RE = re.compile(r"^chain-(\d+)$")
 MAX_CHAIN = 1 << 27
@@ -43,49 +40,8 @@ class PresetError(ValueError):
     """An unknown or malformed preset name; the message lists what exists."""
 
 
-class Witness(Protocol):
-    """witness(seed, partition, partitions, out=None) -> z, written into ``out`` when given."""
-
-    def __call__(self, seed: int, partition: int, partitions: int,
-                 out: np.ndarray | None = None) -> np.ndarray: ...
-
-
-Public = Callable[[int, int, int], list[int]]
-
-
-@dataclass(frozen=True)
-class PartitionCircuit:
-    """A preset's partition circuit. ``witness(seed, partition, partitions, out)`` returns z
-    (Fr storage), written into ``out`` when given (a shared-memory view);
-    ``public_inputs(seed, partition, partitions)`` is what a verifier checks the partition's
-    proof against, derived from the job without any witness."""
-
-    name: str
-    r1cs: R1CS
-    witness: Witness
-    public_inputs: Public
-    # the most witness values that can be neither 0 nor 1 (engine.synthesis.general_capacity);
-    # None: any of them
-    general_capacity: int | None = None
-
-    @property
-    def constraints(self) -> int:
-        return self.r1cs.num_constraints
-
-    def partition_bytes(self, abc_eval: str = "cpu") -> int:
-        """Bytes one partition holds: with abc_eval "cpu", its shared memory (a, b, c, one Fr
-        per constraint, and z); with "gpu", the compact witness's segment plus the z its
-        synthesis worker computes it from (held while it synthesizes, counted for the whole
-        partition so the budget stays an upper bound)."""
-        if abc_eval == "gpu":
-            from engine.synthesis import compact_layout
-
-            return compact_layout(self).nbytes + 32 * self.r1cs.num_vars
-        return (3 * self.r1cs.num_constraints + self.r1cs.num_vars) * 32
-
-
 def _example_witness(c) -> Witness:
-    def witness(seed: int, partition: int, partitions: int, out=None) -> np.ndarray:
+    def witness(seed: int, partition: int, partitions: int, out=None, source=None) -> np.ndarray:
         z = c.witness(private_input(seed, partition))
         if out is None:
             return z
@@ -99,7 +55,7 @@ def _example_public(name: str, n: int = 0) -> Public:
     """y from the partition's private input x: x^3 + x + 5 (cubic) or x^(n+1) (chain-n)."""
     from kernels.constants import R_MOD
 
-    def public(seed: int, partition: int, partitions: int) -> list[int]:
+    def public(seed: int, partition: int, partitions: int, source=None) -> list[int]:
         x = private_input(seed, partition) % R_MOD
         return [(x**3 + x + 5) % R_MOD] if name == "cubic" else [pow(x, n + 1, R_MOD)]
 
@@ -151,11 +107,11 @@ def _porep_parts(mod, preset: str, shape) -> tuple[Witness, Public]:
     def commitments(seed: int, partitions: int):
         return sector(seed, partitions)[0]
 
-    def witness(seed: int, partition: int, partitions: int, out=None) -> np.ndarray:
+    def witness(seed: int, partition: int, partitions: int, out=None, source=None) -> np.ndarray:
         parts = sector(seed, max(partitions, partition + 1))[1]
         return mod.porep_witness(shape, parts[partition], out)[1]
 
-    def public(seed: int, partition: int, partitions: int) -> list[int]:
+    def public(seed: int, partition: int, partitions: int, source=None) -> list[int]:
         sec = commitments(seed, max(partitions, partition + 1))
         return sec.statement(partition).public_inputs()
 

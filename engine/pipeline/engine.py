@@ -608,7 +608,7 @@ class Engine:
             p.timers.mark("synthesizing", t)
             p.timers.span("queue", "queued", t)
             w.send(SynthTask(p.key, p.preset, self._circuit_cache(), p.seed, js.job.partitions,
-                             p.segs, self.config.abc_eval))
+                             p.segs, self.config.abc_eval, js.job.source))
 
     def _await_unmapped(self, p: Part, limit_s: float = 60.0) -> None:
         """Wait until the prover has let go of a, b and c (a cpu prover unmaps them right after
@@ -1020,7 +1020,8 @@ class Engine:
             with self._state:
                 js = self._records.jobs[p.job]
             try:  # the verifier's inputs come from the job (seeds, graph), not the prover's z
-                public = js.circuit.public_inputs(js.job.seed, p.index, js.job.partitions)
+                public = js.circuit.public_inputs(js.job.seed, p.index, js.job.partitions,
+                                                  js.job.source)
             except Exception:  # a statement that cannot be derived verifies nothing
                 public = []
             ok = proving.verify(js.vk, public, proof)

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.pipeline import proving
-from engine.pipeline.circuits import PartitionCircuit
 from engine.pipeline.messages import KeyFailed, KeyLoaded, LoadKey
+from engine.pipeline.partition import PartitionCircuit
 from engine.pipeline.records import JobRecord
 
 

@@ -46,6 +46,17 @@ class PartKey:
         return f"j{self.job}p{self.index}a{self.attempt}"
 
 
+@dataclass(frozen=True)
+class JobSource:
+    """What a job proves when it is not a preset's synthetic witness: a C1 output file (Filecoin's
+    SealCommitPhase1Output JSON, on this host) and the prover and sector ids the file does not
+    hold (engine/c2/job.py reads it)."""
+
+    c1: str
+    prover_id: str  # 32 bytes, hex
+    sector_id: int
+
+
 # -- tasks ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SynthTask:
@@ -60,6 +71,7 @@ class SynthTask:
     partitions: int
     segs: dict[str, SegmentSpec]
     abc_eval: str = "cpu"
+    source: JobSource | None = None  # the job's C1 output, where it proves one
 
 
 @dataclass(frozen=True)

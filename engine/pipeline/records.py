@@ -17,8 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.pipeline.circuits import PartitionCircuit
-from engine.pipeline.messages import GpuDone, PartKey, Proved
+from engine.pipeline.messages import GpuDone, JobSource, PartKey, Proved
+from engine.pipeline.partition import PartitionCircuit
 from engine.pipeline.shm import SegmentSpec
 from engine.stream import schema as events
 from engine.telemetry.timers import PartitionTimers
@@ -28,11 +28,13 @@ ENDED = ("done", events.FAILED, events.CANCELLED)  # a partition's last stages
 
 @dataclass(frozen=True)
 class Job:
-    """A sealing job: P partition proofs of one preset's circuit."""
+    """A sealing job: P partition proofs of one preset's circuit, of the preset's synthetic
+    sector for ``seed`` or, with ``source``, of a C1 output's sector."""
 
     preset: str
     partitions: int = 1
     seed: int = 1
+    source: JobSource | None = None
 
 
 @dataclass(frozen=True)

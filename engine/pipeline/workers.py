@@ -134,7 +134,7 @@ def synthesis_main(
                 att = Attached(segs["w"])
                 attached.append(att)
                 w_ms, c_ms = synthesize_to_segment(circuit, task.seed, key.index, task.partitions,
-                                                   att.array, buffers)
+                                                   att.array, buffers, task.source)
                 results.put(SynthDone(name, key, w_ms, c_ms))
                 continue
             for k in ("a", "b", "c", "z"):
@@ -142,7 +142,7 @@ def synthesis_main(
                 attached.append(att)
                 views[k] = att.array
             t0 = time.perf_counter()
-            circuit.witness(task.seed, key.index, task.partitions, views["z"])
+            circuit.witness(task.seed, key.index, task.partitions, views["z"], task.source)
             t1 = time.perf_counter()
             r1cs = circuit.r1cs
             if task.preset not in plans:

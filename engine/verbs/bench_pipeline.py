@@ -259,9 +259,9 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
     keys and is no variant's row. Each row is computed from the events of its own stretch of
     the one session (the session's start, then what follows the previous variant's last proof
     up to its own last one); with a recording, the one session file."""
+    from engine.c2.job import config_job
     from engine.config import KNOBS, POLICIES
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
-    from engine.pipeline.engine import Job
 
     cfg = b.config()
     if cfg is None:
@@ -280,7 +280,7 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
 
     def plan(eng: Any) -> None:
         say("--- warm-up: one job makes or loads the keys and warms the provers (not a row)")
-        ids = [eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed))]
+        ids = [eng.submit(config_job(cfg, cfg.seed))]
         while not eng.wait_idle(0.5):
             pass
         seed = cfg.seed + 1
@@ -291,7 +291,7 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
             say(f"--- {label} (same engine)")
             for name, value in over.items():
                 (eng.set_knob if name in KNOBS else eng.set_policy)(name, value, "config")
-            ids = [eng.submit(Job(cfg.preset, cfg.partitions, seed + i)) for i in range(b.jobs)]
+            ids = [eng.submit(config_job(cfg, seed + i)) for i in range(b.jobs)]
             seed += b.jobs
             owned.append((label, over, ids))
             while not eng.wait_idle(0.5):

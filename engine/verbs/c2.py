@@ -173,8 +173,7 @@ def _statement(args: argparse.Namespace) -> Any:
 def cmd_verify(args: argparse.Namespace) -> int:
     from engine.c2.public import public_inputs
     from engine.groth16.bellman import read_proofs, read_vk
-    from engine.groth16.verify import verify
-    from engine.verbs.proofs import _malformed
+    from engine.groth16.verify import malformed, verify
 
     if args.vk is None:
         raise CliError("--vk FILE is required (the sector's .vk)")
@@ -186,7 +185,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                        f"not {st.proof.name}'s")
     proofs = read_proofs(args.proof, partitions=need)
     for k, proof in enumerate(proofs):
-        problem = _malformed(proof)
+        problem = malformed(proof)
         if problem is not None:
             raise CliError(f"malformed proof {args.proof}: partition {k}: {problem}")
     bad = [k for k, proof in enumerate(proofs) if not verify(vk, public_inputs(st, k), proof)]

@@ -59,8 +59,11 @@ def run_farm(cfg: EngineConfig, jobs: int, address: str, record: str | None = No
             print(f"farm at {address}: {len(farm.hosts())} host(s) {', '.join(farm.hosts())}; "
                   f"{jobs} job(s) of {cfg.preset} x {cfg.partitions} partitions",
                   file=progress, flush=True)
+        from engine.c2.job import config_job
+
         for i in range(jobs):
-            farm.submit(cfg.preset, cfg.partitions, cfg.seed + i)
+            job = config_job(cfg, cfg.seed + i)
+            farm.submit(job.preset, job.partitions, job.seed, job.source)
 
     code, events = drive(farm, Sinks(farm.subscribe(), recorder, progress), jobs, submit,
                          (ClusterError,), "cancelling the farm's jobs", lambda: farm.error,

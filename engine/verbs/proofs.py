@@ -281,11 +281,11 @@ def _cmd_prove(args: argparse.Namespace) -> int:
         wall = time.perf_counter() - t
         public = public_inputs(circuit.r1cs, z)
         if not args.no_verify:
-            from engine.groth16.verify import verify
+            from engine.groth16.verify import malformed, verify
             from engine.groth16.vkey import verifying_key
 
             steps.step("verifying the proof with the independent pairing")
-            problem = _malformed(proof)
+            problem = malformed(proof)
             if problem is not None or not verify(verifying_key(pk), public, proof):
                 why = f"it is malformed ({problem})" if problem else "it does not verify"
                 failed = (f"the proof was not written: {why}; the proving key {args.pk} may be "
@@ -310,21 +310,6 @@ def _cmd_prove(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _malformed(proof: bytes) -> str | None:
-    """None if ``proof`` is the canonical zcash encoding of three valid points, else why not.
-    Both decoders must accept it: ours (engine.groth16.serialize), which refuses every
-    non-canonical form (stray bits beside the infinity flag among them), and the oracle's."""
-    from engine.groth16.serialize import ProofFormatError, decode_proof, encode_proof
-    from engine.groth16.verify import decodes
-
-    try:
-        if encode_proof(decode_proof(proof)) != bytes(proof):
-            return "not the canonical encoding of its points"
-    except ProofFormatError as exc:
-        return str(exc)
-    return decodes(proof)
-
-
 # ---------------------------------------------------------------- verify
 def add_verify(sub) -> None:
     from engine.verbs.seal import add_c1_args
@@ -346,7 +331,7 @@ def add_verify(sub) -> None:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from engine.groth16.verify import verify
+    from engine.groth16.verify import malformed, verify
     from engine.groth16.vkey import load_vk
 
     if args.c1 is not None:
@@ -362,7 +347,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     vk = load_vk(args.vk)
     public = _read_public(args.public)
     proof = _read_proof(args.proof)
-    problem = _malformed(proof)
+    problem = malformed(proof)
     if problem is not None:
         raise CliError(f"malformed proof {args.proof}: {problem}")
     if verify(vk, public, proof):

@@ -154,7 +154,7 @@ def run_engine(
     ``jobs`` jobs itself (it is handed the started Engine) in place of submitting them at once.
     ``verb`` names the command in its error lines (``sealtop: VERB: ...``)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
-    from engine.pipeline.engine import Engine, EngineError, Job
+    from engine.pipeline.engine import Engine, EngineError
     from kernels.backend import BackendUnavailable, pick_backend
 
     def refuse(why: object) -> tuple[int, list[dict]]:  # bad input: one line, exit 2
@@ -169,10 +169,16 @@ def run_engine(
         # the backend before the circuit: building a large preset takes minutes and writes GBs
         # into the parameter cache, all for nothing on a machine the backend cannot run on
         pick_backend(cfg.backend)
-        resolve(cfg.preset, circuit_cache_dir(cfg.param_cache_path()))
+        if cfg.c1:  # the C1 output read and its ids checked now, one line if they are wrong
+            from engine.c2.job import config_job
+
+            preset = config_job(cfg, 0).preset
+        else:
+            preset = cfg.preset
+        resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
     except BackendUnavailable as exc:
         return refuse(f"backend = \"{cfg.backend}\" but {exc}")
-    except (PresetError, RecordingError) as exc:
+    except (PresetError, RecordingError, ValueError) as exc:  # C1 errors are ValueErrors
         return refuse(exc)
     note = (lambda msg: print(f"  {msg}", file=progress, flush=True)) if progress else None
     try:
@@ -192,13 +198,16 @@ def run_engine(
 
     def submit() -> None:
         if progress is not None:
-            print(f"engine started ({cfg.preset}, {jobs} job(s) of {cfg.partitions} partitions); "
+            what = f"the C1 output {cfg.c1}" if cfg.c1 else f"{cfg.preset}, {jobs} job(s) of {cfg.partitions} partitions"
+            print(f"engine started ({what}); "
                   "making or loading the proving key...", file=progress, flush=True)
         if plan is not None:
             plan(eng)
             return
+        from engine.c2.job import config_job
+
         for i in range(jobs):
-            eng.submit(Job(cfg.preset, cfg.partitions, cfg.seed + i))
+            eng.submit(config_job(cfg, cfg.seed + i))
 
     try:
         return drive(eng, Sinks(eng.subscribe(), recorder, progress, watchers), jobs, submit,

@@ -1,0 +1,84 @@
+"""A C1 output as an engine job (engine/c2/job.py): the job a config names, its checks in one
+line, the farm's job spec carrying the file's bytes once, and the C2 preset filling a partition
+from the file exactly as the command line does."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import secrets
+import zlib
+
+import numpy as np
+import pytest
+
+from engine.c2.c1file import C1JobError
+from engine.c2.job import c1_job, config_job
+from engine.c2.public import Statement, public_inputs
+from engine.cluster.jobs import JobSpec
+from engine.config import EngineConfig
+from engine.pipeline.circuits import resolve
+from engine.pipeline.records import Job
+from engine.seal.c1json import write_c1
+from engine.seal.registry import seal_proof
+from engine.seal.sealer import seal_sector
+from engine.verbs.cli import main
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory):
+    d = tmp_path_factory.mktemp("c1job")
+    proof = seal_proof("StackedDrg2KiBV1_1")
+    prover, sector = secrets.token_bytes(31) + b"\0", secrets.randbelow(1 << 40)
+    c1 = seal_sector(proof, None, prover, sector, secrets.token_bytes(32), secrets.token_bytes(32)).c1
+    write_c1(d / "c1.json", c1)
+    return d, c1, prover, sector
+
+
+def test_a_config_naming_a_c1_output_submits_its_sector(sealed):
+    d, c1, prover, sector = sealed
+    cfg = dataclasses.replace(EngineConfig(), c1=str(d / "c1.json"), prover_id=prover.hex(), sector_id=sector)
+    job = config_job(cfg, 5)
+    assert job.preset == "c2-2KiB" and job.partitions == 1 and job.source is not None
+    assert (job.source.prover_id, job.source.sector_id) == (prover.hex(), sector)
+    assert config_job(EngineConfig(), 5) == Job("chain-64", 2, 5)
+    with pytest.raises(C1JobError, match="64 hex digits"):
+        c1_job(str(d / "c1.json"), "12", sector)
+    with pytest.raises(C1JobError, match="cannot read C1 output"):
+        c1_job(str(d / "missing.json"), prover.hex(), sector)
+
+
+def test_run_refuses_a_bad_c1_config_in_one_line(sealed, tmp_path, capsys):
+    d, *_ = sealed
+    (tmp_path / "c.toml").write_text(f'[engine]\nbackend = "cpu"\n[jobs]\nc1 = "{d / "c1.json"}"\n')
+    assert main(["run", "--config", str(tmp_path / "c.toml"), "--jobs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "prover id" in err[-1] and "Traceback" not in "\n".join(err)
+    (tmp_path / "c.toml").write_text('[jobs]\nprover_id = "xyz"\n')
+    assert main(["run", "--config", str(tmp_path / "c.toml"), "--jobs", "1"]) == 2
+    assert "prover_id" in capsys.readouterr().err
+
+
+def test_the_preset_fills_a_partition_from_the_file(sealed):
+    d, c1, prover, sector = sealed
+    job = c1_job(str(d / "c1.json"), prover.hex(), sector)
+    pc = resolve(job.preset, None)
+    statement = Statement(seal_proof(c1.registered_proof), prover, sector, c1.ticket, c1.seed,
+                          c1.comm_d, c1.comm_r)
+    assert pc.public_inputs(0, 0, 1, job.source) == public_inputs(statement, 0)
+    z = pc.witness(0, 0, 1, None, job.source)
+    from engine.groth16.examples import check_witness
+
+    check_witness(pc.r1cs, z)
+    other = dataclasses.replace(job.source, sector_id=sector + 1)
+    with pytest.raises(ValueError, match="not the one derived"):
+        pc.witness(0, 0, 1, np.empty_like(z), other)
+
+
+def test_a_farm_spec_carries_the_c1_bytes_once(sealed):
+    d, *_ = sealed
+    raw = (d / "c1.json").read_bytes()
+    spec = JobSpec("s", 3, "c2-2KiB", 1, 0, "any", base64.b64encode(zlib.compress(raw)).decode(),
+                   "ab" * 32, 9)
+    back = JobSpec.from_bytes(spec.to_bytes())
+    assert back == spec and zlib.decompress(base64.b64decode(back.c1)) == raw
