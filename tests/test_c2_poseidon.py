@@ -12,7 +12,8 @@ neptune's own numbers and rows.
   permutation, the shipped vectors and sealtop's native batch, witness_numba == witness_python,
   and rows spelt out from circuit.rs: the first full round, a later full round, the first two
   partial rounds, the first row after them and the result.
-- Negative: a changed S-box wire, input or result breaks a row.
+- hash.rs' column hash (2 and 11 labels) and hash2 (comm_r) equal the seal room's.
+- Negative: a changed S-box wire, input or result breaks a row; other column sizes are refused.
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ import pytest
 
 from engine.c2.cs import PRIVATE, Synth
 from engine.c2.neptune_params import generate_params, grain_round_constants, neptune_params
+from engine.c2.por import hash2, hash_single_column
 from engine.c2.poseidon import NeptuneConstants, neptune_constants, poseidon_hash
 from engine.circuit.poseidon_params import poseidon_params, poseidon_permutation
 from engine.circuit.witness import fill_inputs, witness_numba, witness_python
 from engine.groth16.examples import WitnessError, check_witness
 from engine.seal.circuit_count import poseidon_aux, poseidon_constraints
+from engine.seal.commitments import comm_r
 from engine.seal.hashing import poseidon_mont_groups
+from engine.seal.labels import column_hash
 from engine.seal.poseidon_sparse import sparse_constants
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
@@ -281,3 +285,33 @@ def test_rows_are_circuit_rs(arity: int) -> None:
     assert rows_of(fin[0]) == ({full(c.full_rounds - 1, 0, 0): 1}, {full(c.full_rounds - 1, 0, 2): 1}, {fin[0]: 1})
     assert rows_of(out) == (_lc(*((fin[e], c.m[e][1]) for e in range(t))), {one: 1}, {out: 1})
     assert out == base + shape.r1cs.num_constraints - shape.r1cs.num_inputs - 1
+
+
+# ---------------------------------------------------------------------------- filecoin-hashers / hash.rs
+
+
+@pytest.mark.parametrize("layers", [2, 11])
+def test_column_hash_and_hash2_are_the_seal_rooms(layers: int) -> None:
+    """hash.rs ``hash_single_column`` (2 or 11 labels) and the Poseidon tree's ``hash2_circuit``
+    (comm_r = H(comm_c, comm_r_last)) give what engine/seal computes for the same values."""
+    s = Synth.new("column", 0)
+    col = [s.alloc(("column", 0, "drg", 0, row)) for row in range(layers)]
+    h = hash_single_column(s, col)
+    comm_c, comm_r_last = s.alloc(("comm_c",)), s.alloc(("comm_r_last",))
+    r = hash2(s, comm_c, comm_r_last)
+    shape = s.finish()
+    assert _rows(shape) == poseidon_constraints(layers) + poseidon_constraints(2)
+    labels = [secrets.randbelow(R_MOD) for _ in range(layers)]
+    c, rl = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+    z = _witness(shape, [*labels, c, rl])
+    check_witness(shape.r1cs, z)
+    as_bytes = [x.to_bytes(32, "little") for x in labels]
+    assert from_mont_fr(z[[h]])[0].to_bytes(32, "little") == column_hash(as_bytes)
+    assert from_mont_fr(z[[r]])[0].to_bytes(32, "little") == comm_r(c.to_bytes(32, "little"), rl.to_bytes(32, "little"))
+    assert comm_r(c.to_bytes(32, "little"), rl.to_bytes(32, "little")) != comm_r(rl.to_bytes(32, "little"), c.to_bytes(32, "little"))
+    with pytest.raises(ValueError, match="columns of 2 or 11"):
+        hash_single_column(Synth.new("bad", 0), col[:1] * 3)
+
+
+def _rows(shape) -> int:
+    return shape.r1cs.num_constraints - shape.r1cs.num_inputs
