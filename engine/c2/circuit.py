@@ -67,7 +67,8 @@ class C2Circuit:
         return witness_numba(self.shape, z)
 
 
-_SHAPE_MODULES = ("boolean.py", "cs.py", "num.py", "poseidon.py", "por.py", "sha256.py", "stacked.py")
+_SHAPE_MODULES = ("boolean.py", "cs.py", "neptune_params.py", "num.py", "poseidon.py", "por.py", "sha256.py",
+                  "stacked.py")
 
 
 def _gadget_digest() -> str:

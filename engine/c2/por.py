@@ -65,20 +65,39 @@ def _insert_body(tr: Tracer, ins: list[Bit]) -> list[Bit]:
         p7 = pick(b2, pick(both, a, h), h)
         out = [p0, p1, p2, p3, p4, p5, p6, p7]
     else:
-        raise ValueError(f"insert of arity {size}: Filecoin's trees use 2, 4 and 8")
+        # insertion.rs' general case: for each position, select the element that belongs there
+        # from the ``size`` candidate results (one per index), size - 1 picks each
+        candidates = [others[:index] + [element] + others[index:] for index in range(size)]
+        out = [_select(tr, [c[pos] for c in candidates], bits) for pos in range(size)]
     return [Bit(x) for x in out]
+
+
+def _select(tr: Tracer, choices: list[int], bits: list[Bit]) -> int:
+    """insertion.rs ``select``: the choice the bits index (least significant first), by halving
+    the candidates with one pick per pair, most significant bit first. Where both candidates of
+    a pick are one variable, the Rust row holds that variable with coefficient 0 in A; here A is
+    empty (the same row of the R1CS)."""
+    state = list(choices)
+    for bit in reversed(bits):
+        half = len(state) // 2
+        state = [_pick(tr, bit, state[half + j], state[j]) for j in range(half)]
+    return state[0]
 
 
 def _size_of(n_inputs: int) -> int:
     """The arity of an insert whose call has ``n_inputs`` = 1 + log2(arity) + arity - 1."""
-    for size in (2, 4, 8):
-        if n_inputs == size + size.bit_length() - 1:
-            return size
+    for k in range(1, 16):
+        if n_inputs == (1 << k) + k:
+            return 1 << k
     raise ValueError(f"no insert takes {n_inputs} inputs")
 
 
 def insert(s: Synth, element: int, bits: list[Bit], others: list[int]) -> list[int]:
-    """``insertion::insert``: ``element`` among ``others`` at the position ``bits`` give."""
+    """``insertion::insert``: ``element`` among ``others`` at the position ``bits`` give (the
+    hand-built ``insert_2`` / ``insert_4`` / ``insert_8`` for those sizes, Filecoin's; the
+    general ``select`` per position, size * (size - 1) picks, for any other power of two)."""
+    if len(others) + 1 != 1 << len(bits):
+        raise ValueError(f"insert among {len(others)} elements takes {(len(others) + 1).bit_length() - 1} bits")
     outs = s.call("insert", [Bit(element), *bits, *(Bit(o) for o in others)], _insert_body)
     return [b.slot for b in outs]
 
@@ -89,10 +108,14 @@ def poseidon_node(s: Synth, children: list[int], height: int = 0) -> int:
     return poseidon_hash(s, children)
 
 
-def por(s: Synth, ci: int, tree: Hashable, levels: list[int], leaf: int, root: int,
-        node_hash: NodeHash) -> None:
-    """``PoRCircuit::synthesize`` with a private root for the challenge at ``ci`` of the
-    partition: ``levels`` are the arities of the path's levels, leaf first."""
+def auth_path(s: Synth, ci: int, tree: Hashable, levels: list[int], leaf: int,
+              node_hash: NodeHash) -> tuple[int, list[Bit]]:
+    """``SubPath::synthesize`` over the base, sub and top levels in turn (por.rs): per level
+    its index bits, its siblings, the insertion and the node hash (given the level's index
+    along the path as ``height``, which every filecoin-hashers node hash ignores). Returns the
+    computed root and every level's index bits, leaf level first."""
+    if any(a < 2 or a & (a - 1) for a in levels):
+        raise ValueError(f"path arities must be powers of two (>= 2), got {levels}")
     cur = leaf
     path_bits: list[Bit] = []
     for level, arity in enumerate(levels):
@@ -101,6 +124,14 @@ def por(s: Synth, ci: int, tree: Hashable, levels: list[int], leaf: int, root: i
         path_bits += bits
         siblings = [s.alloc(("path", ci, tree, level, "sibling", j)) for j in range(arity - 1)]
         cur = node_hash(s, insert(s, cur, bits, siblings), level)
+    return cur, path_bits
+
+
+def por(s: Synth, ci: int, tree: Hashable, levels: list[int], leaf: int, root: int,
+        node_hash: NodeHash) -> None:
+    """``PoRCircuit::synthesize`` with a private root for the challenge at ``ci`` of the
+    partition: ``levels`` are the arities of the path's levels, leaf first."""
+    cur, path_bits = auth_path(s, ci, tree, levels, leaf, node_hash)
     chunks = -(-len(path_bits) // 254)
     num.pack_into_inputs(s, path_bits, [("path_input", ci, tree, k) for k in range(chunks)])
     num.equal(s, cur, root)

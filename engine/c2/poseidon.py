@@ -10,7 +10,8 @@ pre-sparse and sparse factored matrices around the partial rounds; the result is
 more. The allocated values include the compressed round keys added after each S-box, so the
 constants must be neptune's own (preprocessing.rs ``compress_round_constants``, mds.rs
 ``factor_to_sparse_matrices``), derived here from the plain constants
-(engine/circuit/poseidon_params.py) by the same procedure.
+(engine/c2/neptune_params.py: the shipped ones, or neptune's generator for other arities) by
+the same procedure.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from engine.c2.cs import Synth
-from engine.circuit.poseidon_params import poseidon_params
+from engine.c2.neptune_params import neptune_params
 from engine.circuit.template import LC, ONE, OP_LIN, OP_MUL, Bit, Tracer, lc_sum, var
 from kernels.constants import R_MOD
 
@@ -69,7 +70,7 @@ class NeptuneConstants:
 
 @cache
 def neptune_constants(arity: int) -> NeptuneConstants:
-    p = poseidon_params(arity)
+    p = neptune_params(arity)
     t, rf, rp = p.t, p.full_rounds, p.partial_rounds
     half = rf // 2
     m = [[pow(i + t + j, -1, R_MOD) for j in range(t)] for i in range(t)]  # mds.rs generate_mds

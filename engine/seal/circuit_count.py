@@ -73,6 +73,12 @@ def insert_constraints(size: int) -> int:
     return size * (size - 1)
 
 
+def insert_aux(size: int) -> int:
+    """Aux variables ``insertion::insert`` allocates: one per ``pick`` (its result) and one each
+    for insert_8's ``AllocatedBit::nor`` and ``::and``, so one per constraint."""
+    return insert_constraints(size)
+
+
 # ---------------------------------------------------------------------------- Poseidon
 
 
@@ -116,6 +122,22 @@ def poseidon_constraints(arity: int) -> int:
     rf, rp = poseidon_round_numbers(arity)
     t = arity + 1
     return 3 * arity + (rf - 1) * t * 4 + rp * 4 + 1
+
+
+def poseidon_aux(arity: int) -> int:
+    """Aux variables of neptune's legacy ``poseidon_hash`` (circuit.rs): every row it enforces
+    comes with the one variable it defines (``square_sum``, ``square`` and ``mul_sum`` each
+    allocate their result; ``ensure_allocated`` of a linear combination allocates it), and
+    nothing is allocated without a row, so as many as its constraints."""
+    return poseidon_constraints(arity)
+
+
+def por_aux(levels: list[int]) -> int:
+    """Aux variables of ``PoRCircuit::synthesize`` with the leaf and root already allocated
+    (``Root::Var``, as ``enforce_inclusion`` passes them; por.rs): per level its index bits
+    (``AllocatedBit::alloc``), its arity - 1 siblings (``AllocatedNum::alloc``), the insertion
+    and the Poseidon node. The packed path bits are public inputs, not aux."""
+    return sum((a.bit_length() - 1) + (a - 1) + insert_aux(a) + poseidon_aux(a) for a in levels)
 
 
 # ---------------------------------------------------------------------------- SHA-256
