@@ -15,6 +15,7 @@ import os
 import random
 import secrets
 from collections.abc import Sequence
+from functools import cache
 
 import bellpepper_ref as br
 import numpy as np
@@ -482,6 +483,13 @@ class _AuxCounter(cc._Sha256Counter):
         return out
 
 
+@cache
+def _block_aux(block: tuple[int, ...], state: tuple[cc.Word, ...]) -> tuple[int, tuple[cc.Word, ...]]:
+    counter = _AuxCounter()
+    out = counter.compress(block, state)
+    return counter.aux, out
+
+
 def _sha_aux(message: tuple[int, ...]) -> int:
     """Aux variables of bellperson's sha256 over a symbolic message (circuit_count's bits)."""
     length = len(message)
@@ -490,9 +498,8 @@ def _sha_aux(message: tuple[int, ...]) -> int:
     state = tuple(cc._const_word(v) for v in cc.IV)
     aux = 0
     for off in range(0, len(padded), 512):
-        counter = _AuxCounter()
-        state = counter.compress(padded[off : off + 512], state)
-        aux += counter.aux
+        n, state = _block_aux(padded[off : off + 512], state)
+        aux += n
     return aux
 
 
