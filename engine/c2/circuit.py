@@ -11,7 +11,6 @@ producing a proof that cannot verify.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,22 +28,6 @@ from engine.seal.registry import SealProof
 from engine.seal.vanilla import C1Output
 
 FAMILY = "filecoin-c2"
-
-SHAPE_SOURCES = ("c2/boolean.py", "c2/cs.py", "c2/num.py", "c2/por.py", "c2/poseidon.py",
-                 "c2/sha256.py", "c2/stacked.py", "seal/circuit_count.py")
-"""The modules, under engine/, whose code decides the C2 circuit's variables, rows and sources
-(the values they read are not the shape: assign.py, public.py, synthetic.py)."""
-
-
-def gadget_digest(engine_dir: Path | None = None) -> str:
-    """SHA-256 of :data:`SHAPE_SOURCES`: part of the cache key, since the builder's own digest
-    covers engine/circuit only, and a changed gadget here must never be served a circuit cached
-    before the change."""
-    root = Path(engine_dir) if engine_dir is not None else Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for name in SHAPE_SOURCES:
-        h.update(name.encode() + b"\0" + (root / name).read_bytes())
-    return h.hexdigest()
 
 
 class StatementMismatch(ValueError):
@@ -97,7 +80,6 @@ def build_c2(proof: SealProof | StackedShape, cache_dir: Path | str | None = Non
         return b.shape
 
     params = {"nodes": shape.nodes, "layers": shape.layers, "challenges": shape.challenges,
-              "tree_arities": list(shape.tree_arities), "degrees": [shape.base_degree, shape.exp_degree],
-              "gadgets": gadget_digest()}
+              "tree_arities": list(shape.tree_arities), "degrees": [shape.base_degree, shape.exp_degree]}
     built = cached_build(FAMILY, params, build, cache_dir, progress)
     return C2Circuit(proof if isinstance(proof, SealProof) else None, built)  # type: ignore[arg-type]
