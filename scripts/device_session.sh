@@ -36,7 +36,8 @@
 #   devkey_tests   the device-made key and H step GPU tests (medium), plus $EXTRA_GPU_TESTS
 #   devkey_large   the device-made key equal to setup's key file at large (SEALTOP_HEAVY=1)
 #   probe          scripts/device_key_probe.py $PROBE_PRESET (default large), $PROBE_PROOFS proofs
-#   build32g       build the porep-32g circuit into .params/circuits (time, peak RSS, disk)
+#   build32g       build the porep-32g circuit (Filecoin's exact 32 GiB C2 circuit) into .params/circuits
+#                  (time, peak RSS, disk)
 #   pipe32g        bench pipeline --preset porep-32g with sample-configs/porep-32g-h200.toml,
 #                  $JOBS32 jobs (default 1) of 10 partitions; the prover generates the key on the
 #                  GPU (the disk cannot hold it); GPU memory sampled by nvidia-smi every 0.5 s;
@@ -161,11 +162,12 @@ for acc, w in (('xyzz', 16), ('batch', 20)):
         --params .params --proofs "${PROBE_PROOFS:-2}" --json "$work/probe_${PROBE_PRESET:-large}.json" ;;
     build32g) step build32g "${BUILD32_S:-300}" python3 -c "
 import resource, shutil, time
-from engine.circuit.porep import build_porep
+from engine.c2.circuit import build_c2
 from engine.pipeline.circuits import circuit_cache_dir
+from engine.seal.registry import seal_proof
 t = time.time()
 d = circuit_cache_dir('$PWD/.params')
-s = build_porep('porep-32g', d, progress=lambda m: print(f'{time.time() - t:7.1f} s  {m}', flush=True))
+s = build_c2(seal_proof('StackedDrg32GiBV1_1'), d, progress=lambda m: print(f'{time.time() - t:7.1f} s  {m}', flush=True)).shape
 r = s.r1cs
 print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz {r.A.nnz + r.B.nnz + r.C.nnz} '
       f'in {time.time() - t:.1f} s; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB; '

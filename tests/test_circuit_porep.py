@@ -159,9 +159,9 @@ def test_sector_statement_matches_hashlib_and_poseidon(params: PorepParams) -> N
 
 
 def test_porep_32g_statement_matches_hashlib_and_poseidon() -> None:
-    p = preset_params("porep-32g")
+    p = preset_params("sealtop-32g")
     assert (p.challenges, p.layers, p.num_nodes, p.base_parents, p.exp_parents) == (18, 11, 2**30, 6, 8)
-    sector, parts = generate_partitions("porep-32g", random.randrange(2**32))
+    sector, parts = generate_partitions("sealtop-32g", random.randrange(2**32))
     assert len(parts[0].public) == 3 + 18 * 15
     _check_natively(sector, parts[0], challenges=1)
 
@@ -313,7 +313,7 @@ def test_counts_equal_real_builds(tiny, with_parents) -> None:
 @pytest.mark.slow
 @heavy
 def test_porep_32g_count_is_filecoins() -> None:
-    total, per = count_porep("porep-32g")
+    total, per = count_porep("sealtop-32g")
     assert total < 2**27 and abs(total - 130_278_869) / 130_278_869 < 0.03
     assert per["public inputs (x·0 = 0)"] == 1 + 3 + 18 * 15
 
@@ -363,11 +363,11 @@ def test_preset_satisfies_with_every_gadget(tmp_path, preset: str) -> None:
 
 
 def test_presets_keep_their_shapes() -> None:
-    assert set(PRESETS) == {"tiny", "small", "medium", "large", "porep-32g"}
-    for name in ("medium", "large", "porep-32g"):
+    assert set(PRESETS) == {"tiny", "small", "medium", "large", "sealtop-32g"}
+    for name in ("medium", "large", "sealtop-32g"):
         p = preset_params(name)
         assert (p.base_parents, p.exp_parents, p.sha) == (6, 8, True)
-    assert preset_params("large").log2_nodes == 9 and preset_params("porep-32g").layers == 11
+    assert preset_params("large").log2_nodes == 9 and preset_params("sealtop-32g").layers == 11
 
 
 # ---------------------------------------------------------------------------- cache and bad input

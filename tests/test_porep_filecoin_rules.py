@@ -33,7 +33,7 @@ def test_medium_graph_is_filecoins_2kib_graph() -> None:
 
 
 def test_porep_32g_graph_is_filecoins_32gib_graph() -> None:
-    p = preset_params("porep-32g")
+    p = preset_params("sealtop-32g")
     proof = seal_proof("StackedDrg32GiBV1_1")
     assert default_graph_seed(p) == proof.porep_id
     g = ParentGraph(default_graph_seed(p), p.num_nodes, p.base_parents, p.exp_parents)
@@ -52,7 +52,7 @@ def test_other_shapes_keep_a_graph_of_their_own() -> None:
     assert ParentGraph(default_graph_seed(p), p.num_nodes, 2, 3).sdr_shape is None
 
 
-@pytest.mark.parametrize("preset", ["tiny", "medium", "large", "porep-32g"])
+@pytest.mark.parametrize("preset", ["tiny", "medium", "large", "sealtop-32g"])
 def test_challenges_follow_the_interactive_rule(preset: str) -> None:
     p = preset_params(preset)
     replica_id = int.from_bytes(os.urandom(32), "little") % (1 << 254)

@@ -210,7 +210,7 @@ def test_sealtop_comparison_groups_cover_both_sides() -> None:
 def test_sealtop_porep_32g_against_filecoin(capsys: pytest.CaptureFixture[str]) -> None:
     from engine.circuit.porep import count_porep
 
-    total, per = count_porep("porep-32g")
+    total, per = count_porep("sealtop-32g")
     fc = cc.stacked_constraints(SEAL_PROOFS["StackedDrg32GiBV1_1"])
     rows = cc.sealtop_comparison(fc, per)
     with capsys.disabled():

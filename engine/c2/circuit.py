@@ -37,9 +37,9 @@ class StatementMismatch(ValueError):
 
 @dataclass(frozen=True)
 class C2Circuit:
-    """The compiled partition circuit of ``proof`` and the Sources that fill it."""
+    """The compiled partition circuit of a sector shape and the Sources that fill it."""
 
-    proof: SealProof
+    sector: StackedShape
     shape: CircuitShape
 
     @property
@@ -54,7 +54,6 @@ class C2Circuit:
                 out: np.ndarray | None = None) -> np.ndarray:
         """Partition ``k``'s full witness z (Fr storage), written into ``out`` when given.
         StatementMismatch when the C1 output's own public values differ from ``statement``'s."""
-        part = c1.vanilla_proofs[k]
         expected = public_inputs(statement, k)
         claimed = [int(v) for v in assign(self.input_sources, c1, k)]
         if claimed != expected:
@@ -63,10 +62,23 @@ class C2Circuit:
                 f"partition {k}: the C1 output's public input {first} ({self.input_sources[first]}) "
                 f"is not the one derived from the statement: wrong prover id, sector id, ticket, "
                 f"seed, comm_d or comm_r, or the C1 output of another sector")
-        del part
         values = assign(self.sources, c1, k)
         z = fill_inputs(self.shape, expected, {PRIVATE: values}, out)
         return witness_numba(self.shape, z)
+
+
+_SHAPE_MODULES = ("boolean.py", "cs.py", "num.py", "poseidon.py", "por.py", "sha256.py", "stacked.py")
+
+
+def _gadget_digest() -> str:
+    """Digest of the modules that decide the circuit's rows, so that editing a gadget never
+    serves a stale cache entry (the builder's own digest covers engine/circuit only)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in _SHAPE_MODULES:
+        h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()
 
 
 def build_c2(proof: SealProof | StackedShape, cache_dir: Path | str | None = None,
@@ -80,6 +92,6 @@ def build_c2(proof: SealProof | StackedShape, cache_dir: Path | str | None = Non
         return b.shape
 
     params = {"nodes": shape.nodes, "layers": shape.layers, "challenges": shape.challenges,
-              "tree_arities": list(shape.tree_arities), "degrees": [shape.base_degree, shape.exp_degree]}
-    built = cached_build(FAMILY, params, build, cache_dir, progress)
-    return C2Circuit(proof if isinstance(proof, SealProof) else None, built)  # type: ignore[arg-type]
+              "tree_arities": list(shape.tree_arities), "degrees": [shape.base_degree, shape.exp_degree],
+              "gadgets": _gadget_digest()}
+    return C2Circuit(shape, cached_build(FAMILY, params, build, cache_dir, progress))

@@ -71,7 +71,9 @@ PRESETS: dict[str, tuple[PorepParams, int]] = {
     "small": (PorepParams(challenges=1, layers=2, log2_nodes=3), 1),
     "medium": (PorepParams(challenges=2, layers=2, log2_nodes=6, base_parents=6, exp_parents=8), 1),
     "large": (PorepParams(challenges=2, layers=11, log2_nodes=9, base_parents=6, exp_parents=8), 1),
-    "porep-32g": (PorepParams(challenges=18, layers=11, log2_nodes=30, base_parents=6, exp_parents=8), 10),
+    # sealtop's own circuit at the 32 GiB shape (the benchmark's before Filecoin's exact circuit,
+    # engine/c2, took the porep-32g name)
+    "sealtop-32g": (PorepParams(challenges=18, layers=11, log2_nodes=30, base_parents=6, exp_parents=8), 10),
 }
 
 
@@ -88,7 +90,7 @@ def preset_partitions(preset: str) -> int:
 
 def default_graph_seed(p: PorepParams) -> bytes:
     """The graph of a shape. Filecoin seeds its graph per proof type (the porep id): a shape of
-    Filecoin's degrees whose node count is a registered V1_1 proof's (medium: 2 KiB, porep-32g:
+    Filecoin's degrees whose node count is a registered V1_1 proof's (medium: 2 KiB, sealtop-32g:
     32 GiB) takes that proof's porep id, so its graph is Filecoin's; any other shape a seed of
     its own."""
     if (p.base_parents, p.exp_parents) == (6, 8):

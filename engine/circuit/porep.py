@@ -286,7 +286,7 @@ def build_porep(
 def count_porep(p: PorepParams | str) -> tuple[int, dict[str, int]]:
     """(constraints, constraints per template name) of the partition circuit, input
     constraints included, from the placements alone: no matrices are assembled, so this counts
-    porep-32g (about 46 GB built) in seconds of tracing."""
+    sealtop-32g (about 46 GB built) in seconds of tracing."""
     if isinstance(p, str):
         p = preset_params(p)
     p.validate()

@@ -14,7 +14,7 @@ node hashes no parents.
 Sectors up to ``FULL_TREE_LOG2`` nodes are computed in full (every label, every tree node).
 Larger ones are sparse: the challenged nodes' labels are real (hashed from their parents'
 labels), the parents' own labels are seeded stand-ins, and only the paths of the opened leaves
-are real hashes, which keeps porep-32g's shape without a 32 GiB sector.
+are real hashes, which keeps sealtop-32g's shape without a 32 GiB sector.
 """
 
 from __future__ import annotations

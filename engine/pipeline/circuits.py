@@ -7,7 +7,9 @@ witness (Filecoin's partitions differ in their challenges). A preset resolves to
 Presets understood:
 - ``cubic``: the x^3 + x + 5 = y example;
 - ``chain-N``: N chained multiplications (engine.groth16.examples), e.g. ``chain-1024``;
-- the porep presets of engine.circuit.porep (tiny, small, ...), where that module is present.
+- Filecoin's C2 circuit of a registered proof (``c2-2KiB`` ... ``c2-64GiB``, and ``porep-32g``,
+  the 32 GiB one) with synthetic sectors (engine/c2/preset.py);
+- sealtop's own porep presets of engine.circuit.porep (tiny, small, ..., sealtop-32g).
 
 Circuits are cached per process: synthesis workers, provers and the orchestrator each build a
 preset's circuit once.
@@ -123,7 +125,9 @@ def _porep_module():
 
 
 def preset_names() -> list[str]:
-    names = ["cubic", "chain-N"]
+    from engine.c2.preset import PRESETS as C2_PRESETS
+
+    names = ["cubic", "chain-N", *C2_PRESETS]
     mod = _porep_module()
     if mod is not None:
         presets = getattr(mod, "PRESETS", None)
@@ -175,6 +179,12 @@ def resolve(preset: str, cache_dir: str | None = None) -> PartitionCircuit:
             raise PresetError(f"preset {preset!r}: chain length must be 1..{MAX_CHAIN}")
         c = examples.chain_circuit(n)
         return PartitionCircuit(preset, c.r1cs, _example_witness(c), _example_public("chain", n))
+    from engine.c2.preset import PRESETS as C2_PRESETS
+
+    if preset in C2_PRESETS:
+        from engine.c2.preset import partition_circuit
+
+        return partition_circuit(preset, cache_dir)
     mod = _porep_module()
     if mod is not None and preset in getattr(mod, "PRESETS", {}):
         from engine.synthesis import general_capacity

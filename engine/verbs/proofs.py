@@ -159,12 +159,23 @@ def add_setup(sub) -> None:
     _add_circuit_args(p)
     p.add_argument("--seed", default="sealtop", help="seed for the toxic waste (default 'sealtop')")
     p.add_argument("--pk", default=None, metavar="FILE", help="proving key file to write (default CIRCUIT.pk)")
-    p.add_argument("--vk", default=None, metavar="FILE", help="verification key to write (default CIRCUIT.vk.json)")
+    p.add_argument("--vk", default=None, metavar="FILE",
+                   help="verification key to write (default CIRCUIT.vk.json; with --sector-size PROOF.vk)")
+    p.add_argument("--sector-size", default=None, metavar="SIZE",
+                   help="Filecoin's C2 circuit of a sector size (2KiB ... 64GiB) or registered seal proof "
+                        "name instead: writes bellperson's .params and .vk")
+    p.add_argument("--v1", action="store_true", help="--sector-size: the API V1 proof (default V1_1)")
+    p.add_argument("--params", default=None, metavar="FILE",
+                   help="--sector-size: the .params file to write (default PROOF.params)")
     add_backend_arg(p)
     p.set_defaults(func=_cmd_setup)
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
+    if args.sector_size is not None:
+        from engine.verbs.c2 import cmd_setup
+
+        return cmd_setup(args)
     from engine.groth16.keyfile import save_proving_key
     from engine.groth16.setup import INSECURE_LABEL, setup
     from engine.groth16.vkey import save_vk, verifying_key
@@ -205,7 +216,14 @@ def add_prove(sub) -> None:
     p = sub.add_parser("prove", help="prove with a proving key file",
                        description="Build the example witness from --x and prove it with the key file.")
     _add_circuit_args(p)
-    p.add_argument("--pk", required=True, metavar="FILE", help="proving key file (from setup)")
+    p.add_argument("--pk", default=None, metavar="FILE", help="proving key file (from setup)")
+    p.add_argument("--c1", default=None, metavar="FILE",
+                   help="Filecoin's commit phase 2 instead: prove every partition of this C1 output "
+                        "(SealCommitPhase1Output JSON) with --params; --proof gets 192 bytes per partition")
+    p.add_argument("--params", default=None, metavar="FILE",
+                   help="--c1: the sector's .params file (bellperson's format)")
+    p.add_argument("--prover-id", default=None, metavar="HEX", help="--c1: the prover id (32 bytes, hex)")
+    p.add_argument("--sector-id", default=None, metavar="N", help="--c1: the sector number")
     p.add_argument("--x", default=None, help="the private input x (decimal; default random)")
     p.add_argument("--proof", default="proof.bin", metavar="FILE", help="192-byte proof to write (default proof.bin)")
     p.add_argument("--public", default="public.json", metavar="FILE",
@@ -220,6 +238,12 @@ def add_prove(sub) -> None:
 
 
 def _cmd_prove(args: argparse.Namespace) -> int:
+    if args.c1 is not None:
+        from engine.verbs.c2 import cmd_prove
+
+        return cmd_prove(args)
+    if args.pk is None:
+        raise CliError("--pk FILE is required (or --c1 FILE --params FILE for a Filecoin sector)")
     from engine.groth16.examples import public_inputs
     from engine.groth16.keyfile import load_proving_key
     from engine.groth16.prove import prove
@@ -311,6 +335,13 @@ def add_verify(sub) -> None:
     p.add_argument("--proof", default="proof.bin", metavar="FILE", help="192-byte proof (default proof.bin)")
     p.add_argument("--public", default="public.json", metavar="FILE", help="public inputs JSON (default public.json)")
     add_c1_args(p)
+    p.add_argument("--sector-size", default=None, metavar="SIZE",
+                   help="a Filecoin sector's proof (bellperson's .vk; 192 bytes per partition) against "
+                        "the public values --prover-id, --sector-id, --ticket, --seed, --comm-d, --comm-r")
+    p.add_argument("--v1", action="store_true", help="--sector-size: the API V1 proof (default V1_1)")
+    p.add_argument("--statement", default=None, metavar="FILE",
+                   help="the sector's public values as JSON (registered_proof, prover_id, sector_id, "
+                        "ticket, seed, comm_d, comm_r) instead of the flags; a flag given overrides it")
     p.set_defaults(func=_cmd_verify)
 
 
@@ -322,6 +353,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         from engine.verbs.seal import cmd_verify_c1
 
         return cmd_verify_c1(args)
+    if args.sector_size is not None or args.statement is not None:
+        from engine.verbs.c2 import cmd_verify as cmd_verify_c2
+
+        return cmd_verify_c2(args)
     if args.vk is None:
         raise CliError("--vk FILE is required (or --c1 FILE for a C1 output)")
     vk = load_vk(args.vk)
