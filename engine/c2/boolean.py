@@ -72,6 +72,10 @@ def xor(tr: Tracer, a: Bit, b: Bit) -> Bit:
         return b if a.value == 0 else ~b
     if b.is_const:
         return a if b.value == 0 else ~a
+    if a.neg and not b.neg:
+        # (Not a, Is b) is xor(Is b, Is a).not(): the plain operand is AllocatedBit::xor's first,
+        # so the row is (b + b) * a = b + a - c, not (a + a) * b
+        return ~_xor_bits(tr, b.slot, a.slot)
     out = _xor_bits(tr, a.slot, b.slot)
     return ~out if a.neg != b.neg else out
 

@@ -89,8 +89,20 @@ def sha256(s: Synth, message: list[Bit]) -> list[Bit]:
     padded += [Bit.const((length >> i) & 1) for i in range(63, -1, -1)]
     state = [b for v in IV for b in const_word(v)]
     for off in range(0, len(padded), 512):
-        state = s.call("sha256-block", padded[off : off + 512] + state, _compress_body)
+        state = compression(s, padded[off : off + 512], state)
     return [b for i in range(8) for b in reversed(state[32 * i : 32 * i + 32])]
+
+
+def compression(s: Synth, block: list[Bit], state: list[Bit]) -> list[Bit]:
+    """One ``sha256_compression_function`` as one template call: ``block`` is 512 bits in
+    message order, ``state`` the 8 words' 256 bits, each word least significant bit first (as
+    ``UInt32.bits``); returns the new state the same way. Constant, negated and repeated bits
+    fold inside the template as bellperson folds them."""
+    if len(block) != 512 or len(state) != 256:
+        raise ValueError(
+            f"a compression takes 512 block bits and 256 state bits, not {len(block)} and {len(state)}"
+        )
+    return s.call("sha256-block", list(block) + list(state), _compress_body)
 
 
 def reverse_bit_numbering(bits: list[Bit]) -> list[Bit]:
@@ -109,6 +121,8 @@ def create_label(s: Synth, replica_id: list[Bit], parents: list[list[Bit]], laye
     least significant first."""
     if len(parents) != TOTAL_PARENTS:
         raise ValueError(f"a label hashes {TOTAL_PARENTS} parent entries, not {len(parents)}")
+    if not 32 <= len(replica_id) <= 256 or len(node) != 64 or not 0 <= layer < 1 << 32:
+        raise ValueError("a label takes 32 to 256 replica_id bits, a u32 layer and a 64-bit node")
     msg = list(replica_id) + [Bit.const(0)] * (-len(replica_id) % 256)
     msg += [Bit.const((layer >> i) & 1) for i in range(31, -1, -1)]
     msg += list(reversed(node))
@@ -130,5 +144,19 @@ def tree_d_node(s: Synth, children: list[int], height: int = 0) -> int:
     bits: list[Bit] = []
     for child in children:
         bits += reverse_bit_numbering(num.to_bits_le(s, child))
+    return hash_circuit(s, bits)
+
+
+def hash_leaf_bits(s: Synth, left: list[Bit], right: list[Bit]) -> int:
+    """``Sha256Function::hash_leaf_bits_circuit``: two bit strings, each padded to whole bytes
+    and byte-reversed, hashed as one message (``hash_circuit``). Not in the StackedCircuit; it is
+    the gadget behind util.rs' 45,387-constraint test."""
+    return hash_circuit(s, reverse_bit_numbering(left) + reverse_bit_numbering(right))
+
+
+def hash_circuit(s: Synth, bits: list[Bit]) -> int:
+    """``Sha256Function::hash_circuit``: SHA-256 of ``bits``, the digest byte-reversed to its
+    little-endian bit order and its first CAPACITY bits packed into one number: the digest
+    truncated to a field element as Filecoin's ``trim_to_fr32`` does natively."""
     digest = reverse_bit_numbering(sha256(s, bits))
     return num.pack_bits(s, digest[:FR_CAPACITY])
