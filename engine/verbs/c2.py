@@ -80,7 +80,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def cmd_prove(args: argparse.Namespace) -> int:
     from engine.c2.circuit import StatementMismatch
     from engine.c2.public import Statement, public_inputs
-    from engine.groth16.bellman import read_params, write_proofs
+    from engine.groth16.bellman import read_params
+    from engine.groth16.bellman_proofs import write_proofs
     from engine.groth16.prove import prove
     from engine.groth16.verify import verify
     from engine.groth16.vkey import verifying_key
@@ -172,7 +173,8 @@ def _statement(args: argparse.Namespace) -> Any:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from engine.c2.public import public_inputs
-    from engine.groth16.bellman import read_proofs, read_vk
+    from engine.groth16.bellman import read_vk
+    from engine.groth16.bellman_proofs import read_proofs
     from engine.groth16.verify import malformed, verify
 
     if args.vk is None:
