@@ -46,7 +46,7 @@ def test_missing_and_bad_c2_arguments_are_one_line(tmp_path, capsys):
     assert "--sector-size" in _one_line(capsys)
     st = {"registered_proof": "StackedDrg2KiBV1_1", "sector_id": 1,
           **{k: secrets.token_hex(32) for k in ("prover_id", "ticket", "seed")},
-          "comm_d": "00" * 32, "comm_r": "00" * 32}
+          "comm_d": "01" + "00" * 31, "comm_r": "02" + "00" * 31}
     (tmp_path / "st.json").write_text(json.dumps(st))
     (tmp_path / "x.vk").write_bytes(b"\x00" * 100)
     assert main(["verify", "--vk", str(tmp_path / "x.vk"), "--statement", str(tmp_path / "st.json")]) == 2

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from engine.c2.assign import assign
+from engine.c2.assign import Partition, SourcePlan, assign, assign_mont, compile_plan
 from engine.c2.cs import PRIVATE, Source
 from engine.c2.public import Statement, public_inputs
 from engine.c2.stacked import synthesize
@@ -50,19 +51,26 @@ class C2Circuit:
     def input_sources(self) -> list[Source]:
         return self.shape.meta["input_sources"]
 
+    @cached_property
+    def plans(self) -> tuple[SourcePlan, SourcePlan]:
+        """The aux and input Sources compiled once against the sector shape (engine/c2/assign.py)."""
+        return compile_plan(self.sources, self.sector), compile_plan(self.input_sources, self.sector)
+
     def witness(self, c1: C1Output, k: int, statement: Statement,
                 out: np.ndarray | None = None) -> np.ndarray:
         """Partition ``k``'s full witness z (Fr storage), written into ``out`` when given.
         StatementMismatch when the C1 output's own public values differ from ``statement``'s."""
         expected = public_inputs(statement, k)
-        claimed = [int(v) for v in assign(self.input_sources, c1, k)]
+        part = Partition.of_c1(c1, k)
+        aux_plan, input_plan = self.plans
+        claimed = assign(input_plan, part)
         if claimed != expected:
             first = next(i for i, (a, b) in enumerate(zip(claimed, expected)) if a != b)
             raise StatementMismatch(
                 f"partition {k}: the C1 output's public input {first} ({self.input_sources[first]}) "
                 f"is not the one derived from the statement: wrong prover id, sector id, ticket, "
                 f"seed, comm_d or comm_r, or the C1 output of another sector")
-        values = assign(self.sources, c1, k)
+        values = assign_mont(aux_plan, part)
         z = fill_inputs(self.shape, expected, {PRIVATE: values}, out)
         return witness_numba(self.shape, z)
 
