@@ -41,7 +41,7 @@ def test_missing_and_bad_c2_arguments_are_one_line(tmp_path, capsys):
     assert "comm_d, comm_r, prover_id, seed, ticket" in _one_line(capsys)
     (tmp_path / "st.json").write_text("[1, 2")
     assert main(["verify", "--vk", "x.vk", "--statement", str(tmp_path / "st.json")]) == 2
-    assert "--statement: cannot read" in _one_line(capsys)
+    assert "--statement: statement file" in _one_line(capsys)
     assert main(["setup", "--sector-size", "3KiB"]) == 2
     assert "--sector-size" in _one_line(capsys)
     st = {"registered_proof": "StackedDrg2KiBV1_1", "sector_id": 1,

@@ -87,6 +87,9 @@ def _gadget_digest() -> str:
     h = hashlib.sha256()
     for name in _SHAPE_MODULES:
         h.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
+    # the shape's counts and tree levels come from the seal room's circuit model
+    count = Path(__file__).parents[1] / "seal" / "circuit_count.py"
+    h.update(b"circuit_count.py\0" + count.read_bytes())
     return h.hexdigest()
 
 

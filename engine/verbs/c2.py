@@ -11,7 +11,6 @@ statement), 2 bad input (an argument, a damaged params, vk, proof or C1 file).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -140,27 +139,27 @@ _FIELDS = ("prover_id", "ticket", "seed", "comm_d", "comm_r")
 
 
 def _statement(args: argparse.Namespace) -> Any:
-    from engine.c2.public import Statement
+    """The statement to verify against: the verifier's statement file (engine/c2/public.py
+    writes and reads it), any flag given overriding its value, or the flags alone."""
+    from engine.c2.public import Statement, StatementError, read_statement
 
     values: dict[str, Any] = {}
     if args.statement:
         try:
-            doc = json.loads(Path(args.statement).read_text())
-            if not isinstance(doc, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise CliError(f"--statement: cannot read {args.statement}: {exc}") from None
-        values = {k: doc.get(k) for k in ("registered_proof", "sector_id", *_FIELDS)}
+            st = read_statement(args.statement)
+        except StatementError as exc:
+            raise CliError(f"--statement: {exc}") from None
+        values = {"registered_proof": st.proof.name, "sector_id": str(st.sector_id),
+                  **{k: getattr(st, k).hex() for k in _FIELDS}}
     for name in ("sector_id", *_FIELDS):
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given
     if args.sector_size is not None:
         values["registered_proof"] = _proof_of(args.sector_size, args.v1).name
-    missing = [k for k, v in values.items() if v is None] + \
-        [k for k in ("registered_proof", "sector_id", *_FIELDS) if k not in values]
+    missing = [k for k in ("registered_proof", "sector_id", *_FIELDS) if values.get(k) is None]
     if missing:
-        raise CliError(f"verify needs the statement's {', '.join(sorted(set(missing)))} "
+        raise CliError(f"verify needs the statement's {', '.join(sorted(missing))} "
                        "(flags, or --statement FILE)")
     hexes = {k: parse_hex32(str(values[k]), f"--{k.replace('_', '-')}") for k in _FIELDS}
     try:
