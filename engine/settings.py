@@ -284,6 +284,11 @@ class EngineConfig:
                                   "whether synthesis workers run on their GPU's NUMA node")
     param_cache: str = setting("paths", "", _str, "where proving keys are cached",
                                factory=default_param_cache)
+    filecoin_params: str = setting(
+        "paths", "", _optional_path,
+        "Filecoin's parameter files (a folder such as /var/tmp/filecoin-proof-parameters, or one "
+        ".params file): a key missing from the cache is read from the file made for its circuit "
+        "instead of an INSECURE setup, and refused in one line if none is (\"\" = setup)")
     damaged_key: str = setting("paths", "refuse", _choice(DAMAGED_KEY),
                                "a cached key failing its checksum: refuse it, or regenerate it "
                                "(run setup again over it)")

@@ -382,3 +382,31 @@ def test_reading_a_big_file_holds_the_key_and_a_chunk(tmp_path, log_aux):
     m = _rss(tmp_path, log_aux)
     assert m["file_bytes"] > 100 * 2**20
     assert m["peak_increase"] <= m["key_bytes"] + 32 * 2**20, m
+
+
+def test_the_engine_imports_a_key_from_filecoins_parameter_folder(tmp_path, keys):
+    """ensure_key with ``params``: the .params file whose counts are the circuit's, among others
+    in the folder, becomes the cached key; a folder without one is refused in one line."""
+    from types import SimpleNamespace
+
+    from engine.groth16.bellman import find_params, params_counts
+    from engine.groth16.keyfile import KeyFileError, load_proving_key
+    from engine.pipeline.proving import ensure_key
+
+    key, circuit_r1cs = keys["chain"], CIRCUITS["chain"].r1cs
+    folder = tmp_path / "filecoin-proof-parameters"
+    folder.mkdir()
+    write_params(folder / "v28-this.params", key, circuit_r1cs)
+    other = examples.chain_circuit(50)
+    write_params(folder / "v28-other.params", setup(other.r1cs, "o", get_backend("cpu")), other.r1cs)
+    (folder / "junk.params").write_bytes(b"\x00" * 10)
+    assert params_counts(folder / "v28-this.params")["l"] == circuit_r1cs.num_aux
+    assert find_params(folder, circuit_r1cs) == folder / "v28-this.params"
+    circuit = SimpleNamespace(name="c2-test", r1cs=circuit_r1cs)
+    path, vk = ensure_key(circuit, tmp_path / "cache", "cpu", params=str(folder))
+    assert vk == verifying_key(key)
+    assert np.array_equal(np.asarray(load_proving_key(path).a), np.asarray(key.a))
+    (folder / "v28-this.params").unlink()
+    with pytest.raises(KeyFileError, match="no parameter file in .* is for c2-other"):
+        ensure_key(SimpleNamespace(name="c2-other", r1cs=examples.chain_circuit(60).r1cs),
+                   tmp_path / "cache2", "cpu", params=str(folder))

@@ -112,7 +112,7 @@ def test_the_old_session_dir_key_is_an_unknown_key():
         parse_config('[paths]\nparam_cache = "/p"\nsession_dir = "/s"\n', "old.toml")
     msg = str(info.value)
     assert "\n" not in msg
-    assert msg == "old.toml:3: paths.session_dir: unknown key (keys of [paths]: param_cache, damaged_key)"
+    assert msg == "old.toml:3: paths.session_dir: unknown key (keys of [paths]: param_cache, filecoin_params, damaged_key)"
     assert not hasattr(EngineConfig(), "session_dir")
 
 
@@ -219,7 +219,7 @@ _STRINGS = ("param_cache", "preset")
 
 def _bad(key: str, how: str):
     """A strategy of values for ``key`` that are wrong in the way ``how`` names."""
-    if key == "c1":  # "" is its "none" and any path a value: only the type can be wrong
+    if key in ("c1", "filecoin_params"):  # "" is "none" and any path a value: only the type is wrong
         return st.one_of(st.integers(-5, 5), st.booleans(), st.lists(_word, max_size=2))
     if key == "prover_id":  # "" is its "none"; a value is 64 hex digits
         if how == "type":
@@ -297,7 +297,7 @@ def test_every_key_is_covered_by_the_bad_value_table():
     from engine.config import KEYS
 
     assert set(KEYS) == set(_INTS) | set(_CHOICES) | set(_SECONDS) | set(_STRINGS) | {
-        "memory_budget", "devices", "scheduler", "c1", "prover_id"}
+        "memory_budget", "devices", "scheduler", "c1", "prover_id", "filecoin_params"}
 
 
 @settings(max_examples=max(60, FUZZ_EXAMPLES // 3), deadline=None,

@@ -382,6 +382,41 @@ def read_params(path: str | os.PathLike, r: R1CS, *, subgroup_samples: int | Non
     return pk
 
 
+def params_counts(path: str | os.PathLike) -> dict[str, int]:
+    """The point counts of a ``.params`` file (ic, h, l, a, b_g1, b_g2), read from its count
+    fields alone (no point decoded): enough to tell which circuit a file is for."""
+    m = _Mapped(Path(path), "parameter file")
+    try:
+        for _name, group in VK_SINGLES:
+            m.take(_SIZE[group], "the verifying key")
+        counts = {"ic": m.u32("the IC count")}
+        m.take(counts["ic"] * G1_RAW, "the IC points")
+        for name, group in SECTIONS:
+            counts[name] = m.u32(f"the count of {name}")
+            m.take(counts[name] * _SIZE[group], name)
+        return counts
+    finally:
+        m.close()
+
+
+def find_params(where: str | os.PathLike, r: R1CS) -> Path | None:
+    """The ``.params`` file for circuit ``r``: ``where`` itself, or the one file in the folder
+    ``where`` (Filecoin's /var/tmp/filecoin-proof-parameters) whose counts are the circuit's
+    (IC, the domain's h, the aux variables' l, and A's and B's densities); None if none is."""
+    p = Path(where)
+    files = sorted(p.glob("*.params")) if p.is_dir() else [p]
+    dens = query_density(r)
+    want = {"ic": r.num_inputs, "h": (1 << domain_log(r.num_constraints)) - 1, "l": r.num_aux,
+            "a": dens.count("a"), "b_g1": dens.count("b_g1"), "b_g2": dens.count("b_g2")}
+    for f in files:
+        try:
+            if params_counts(f) == want:
+                return f
+        except BellmanFileError:
+            continue
+    return None
+
+
 # ---------------------------------------------------------------------------- writing
 
 def _host(pk: ProvingKey, name: str) -> np.ndarray:

@@ -412,9 +412,12 @@ class Engine:
                 f"a partition of {job.preset} holds {nbytes} bytes, more than the memory budget "
                 f"of {self.admission.budget} bytes"
             )
+        from engine.c2.preset import PRESETS as C2_PRESETS
+
+        params = self.config.filecoin_params if job.preset in C2_PRESETS else ""
         key = self._keys.ensure(job.preset, circuit, self.config.param_cache_path(),
                                 self._backend, self.progress, self.config.damaged_key,
-                                self.config.devices, self.config.gpu_slots_per_device)
+                                self.config.devices, self.config.gpu_slots_per_device, params)
         jid = self._records.next_id()
         t = self._emit(
             lambda t: events.job_submitted(t, jid, job.preset, job.partitions, circuit.constraints,

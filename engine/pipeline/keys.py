@@ -55,13 +55,15 @@ class KeyRegistry:
         damaged: str,
         devices: list[int] | None = None,
         slots: int = 1,
+        params: str = "",
     ) -> KeyFile:
-        """The key of ``preset``, made (setup) or read from the parameter cache once per preset:
-        reading a large key takes seconds."""
+        """The key of ``preset``, made (setup), read from the parameter cache or imported from
+        Filecoin's parameter files (``params``) once per preset: reading a large key takes
+        seconds."""
         with self._lock:
             if preset not in self._files:
                 source, vk = proving.key_source(circuit, cache, backend, progress, damaged,
-                                                devices, slots)
+                                                devices, slots, params)
                 self._files[preset] = KeyFile(source, vk)
             return self._files[preset]
 

@@ -64,8 +64,11 @@ def ensure_key(
     backend_name: str = "cpu",
     progress: Callable[[str], None] | None = None,
     damaged: str = "refuse",
+    params: str = "",
 ) -> tuple[Path, Any]:
-    """(path, verifying key) of ``circuit``'s proving key, running setup if it is missing.
+    """(path, verifying key) of ``circuit``'s proving key, running setup if it is missing, or
+    with ``params`` (Filecoin's parameter files: a folder or one .params file) reading it from
+    the file made for this circuit into the cache (KeyFileError in one line when none is).
     ``progress`` receives one line per setup phase (setup of a large circuit takes a while).
 
     A key that is there but does not load (checksum mismatch, truncation, another circuit's
@@ -101,6 +104,8 @@ def ensure_key(
                 except KeyFileError:
                     if damaged != "regenerate":
                         raise
+            if params:
+                return path, _import_params(circuit, params, path, progress)
             return path, _setup(circuit, path, backend_name, progress)
 
 
@@ -126,6 +131,26 @@ def _setup(circuit: Any, path: Path, backend_name: str,
         progress(f"no proving key for {circuit.name} in {path.parent}: running setup")
     made = setup(circuit.r1cs, SETUP_SEED, get_backend(backend_name), progress)
     save_proving_key(made, path)
+    return verifying_key(load_proving_key(path))
+
+
+def _import_params(circuit: Any, params: str, path: Path,
+                   progress: Callable[[str], None] | None) -> Any:
+    """The key of ``circuit`` read from a bellperson .params file and kept in the cache in
+    sealtop's format (so the provers map and upload it as any cached key)."""
+    from engine.groth16.bellman import find_params, read_params
+    from engine.groth16.keyfile import KeyFileError, load_proving_key, save_proving_key
+    from engine.groth16.vkey import verifying_key
+
+    found = find_params(params, circuit.r1cs)
+    if found is None:
+        raise KeyFileError(f"no parameter file in {params} is for {circuit.name}'s circuit "
+                           f"({circuit.r1cs.num_constraints} constraints, {circuit.r1cs.num_inputs} "
+                           "inputs): none of its counts match")
+    _check_room(circuit, path, "cpu")
+    if progress is not None:
+        progress(f"reading {circuit.name}'s key from {found}")
+    save_proving_key(read_params(found, circuit.r1cs), path)
     return verifying_key(load_proving_key(path))
 
 
@@ -335,6 +360,7 @@ def key_source(
     damaged: str = "refuse",
     devices: list[int] | None = None,
     slots: int = 1,
+    params: str = "",
 ) -> tuple[str, Any]:
     """(source, verifying key or None) of ``circuit``'s proving key. The key file when it is in
     the cache or the disk has room for it (:func:`ensure_key`, setup included); otherwise, on the
@@ -345,8 +371,8 @@ def key_source(
     from kernels.backend import is_device_backend
 
     path = key_path(cache_dir, circuit.name, circuit.r1cs)
-    if not is_device_backend(backend_name) or path.exists():
-        p, vk = ensure_key(circuit, cache_dir, backend_name, progress, damaged)
+    if not is_device_backend(backend_name) or path.exists() or params:
+        p, vk = ensure_key(circuit, cache_dir, backend_name, progress, damaged, params)
         return str(p), vk
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -359,7 +385,7 @@ def key_source(
         return device_source(circuit, str(circuit_dir(cache_dir))), None
     except OSError as exc:
         raise KeyRoomError(f"cannot use the key cache {cache_dir}: {exc.strerror or exc}") from None
-    p, vk = ensure_key(circuit, cache_dir, backend_name, progress, damaged)
+    p, vk = ensure_key(circuit, cache_dir, backend_name, progress, damaged, params)
     return str(p), vk
 
 
