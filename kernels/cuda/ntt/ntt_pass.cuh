@@ -25,17 +25,6 @@
 #pragma once
 #include "../ff/bls12_381.cuh"
 
-#ifndef __CUDACC__
-struct uint4 { uint32_t x, y, z, w; };
-inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { uint4 r = {x, y, z, w}; return r; }
-inline uint4 __ldg(const uint4* p) { return *p; }
-inline uint64_t __brevll(uint64_t x) {
-    uint64_t r = 0;
-    for (int i = 0; i < 64; i++) r |= ((x >> i) & 1ull) << (63 - i);
-    return r;
-}
-#endif
-
 namespace nttp {
 
 HD Fr ld(const uint32_t* p, uint64_t i) {
