@@ -7,6 +7,7 @@
 // the host, tests/test_cuda_host_abc.py runs the same code block by block.
 #pragma once
 #include "../ff/bls12_381.cuh"
+#include "../ff/host_cuda.cuh"
 
 #define ABC_LONG_THREADS 256
 #define ABC_LONG_ROWS_PER_BLOCK (ABC_LONG_THREADS / 32)

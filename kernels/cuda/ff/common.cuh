@@ -30,16 +30,3 @@ typedef unsigned char uint8_t;
 #elif defined(__CUDACC__)
 #include <stdint.h>
 #endif
-
-#ifndef __CUDACC__
-// Host stand-ins for the CUDA built-ins the kernels' phase functions use (ntt_pass.cuh,
-// msm/classify.cuh), so their host builds run the same code.
-struct uint4 { uint32_t x, y, z, w; };
-inline uint4 make_uint4(uint32_t x, uint32_t y, uint32_t z, uint32_t w) { uint4 r = {x, y, z, w}; return r; }
-inline uint4 __ldg(const uint4* p) { return *p; }
-inline uint64_t __brevll(uint64_t x) {
-    uint64_t r = 0;
-    for (int i = 0; i < 64; i++) r |= ((x >> i) & 1ull) << (63 - i);
-    return r;
-}
-#endif

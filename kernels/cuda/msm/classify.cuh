@@ -11,6 +11,7 @@
 // tests/test_cuda_host_classify.py runs the same code block by block.
 #pragma once
 #include "../ff/bls12_381.cuh"
+#include "../ff/host_cuda.cuh"
 
 #define CLASSIFY_THREADS 256
 #define CLASSIFY_PER 16

@@ -24,6 +24,7 @@
 // Shared memory keeps an element as two 16-byte halves (half h of element e at sm[h << S | e]).
 #pragma once
 #include "../ff/bls12_381.cuh"
+#include "../ff/host_cuda.cuh"
 
 namespace nttp {
 
