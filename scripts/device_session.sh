@@ -46,6 +46,13 @@
 #                  $PIPE32_SET adds arguments: PIPE32_SET='--matrix dealloc --one-engine --set
 #                  abc_eval="cpu"' runs the dealloc matrix (or cuzk) in one engine that makes its
 #                  device key once (a warm-up job), then each variant's $JOBS32 jobs
+#   r7_tests       the GPU tests of the fused H step, the MSM's list split and the NTT (its twiddle
+#                  table grew by one entry), on the default paths otherwise
+#   r7_bench       scripts/h_small_bench.py: old against new for the H step, the witness-like G1 MSM,
+#                  the a/b/c evaluation (sizes $R7_SIZES, default 24,27) and G2 ($R7_G2, default 22);
+#                  its table goes to steps.txt too
+#   r7_regress     the MSM, prover and a/b/c GPU tests with every new path on (SEALTOP_H_PATH=fused
+#                  SEALTOP_MSM_ONES=list SEALTOP_ABC_ROWS=split); limit $R7_REGRESS_S (default 150 s)
 # The kernels step takes its --bench spec from $KERNELS_BENCH when set.
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
@@ -184,6 +191,14 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
       sort -t, -k2 -n "$work/gpu_mem32g.csv" | tail -1 > "$work/gpu_mem32g_peak.txt"
       gzip -f "$work/pipe32g.jsonl" 2>/dev/null; cp "$work/pipe32g.jsonl.gz" "$out/" 2>/dev/null
       tar czf "$out/results.tgz" --exclude=cupy_cache.tar.gz -C "$work" . ;;
+    r7_tests) step r7_tests 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_hstep.py \
+        tests/test_cuda_msm_ones.py tests/test_cuda_ntt.py ;;
+    r7_bench) step r7_bench 150 python3 scripts/h_small_bench.py "$work/r7" --sizes "${R7_SIZES:-24,27}" \
+        --g2-sizes "${R7_G2:-22}" --repeat 5
+      cat "$work/r7/h_small_bench.md" 2>/dev/null | tee -a "$out/steps.txt" ;;
+    r7_regress) SEALTOP_H_PATH=fused SEALTOP_MSM_ONES=list SEALTOP_ABC_ROWS=split step r7_regress "${R7_REGRESS_S:-150}" \
+        python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm.py tests/test_cuda_abc.py \
+        tests/test_cuda_prove.py tests/test_abc_eval_gpu.py ;;
     *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
   esac
 done

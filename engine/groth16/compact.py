@@ -551,7 +551,7 @@ def abc_and_h(rc: ResidentCompact, w: CompactWitness, n: int, backend: Any,
     with thread_stream():
         wd = dev.upload(w.arrays())
         marks.append(backend.mark())
-        h = poly.h_from(fill, n)
+        h = poly.h_from(fill, n, rows=rc.num_constraints)
     return out["z"], h
 
 

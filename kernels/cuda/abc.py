@@ -9,6 +9,8 @@ nothing of circuits: it uploads arrays by name and runs the kernels of abc/abc_e
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -17,6 +19,14 @@ from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
 
 BLOCK = 256
+# How rows are spread over threads: "thread" (abc_rows: one thread a row, a warp as slow as its
+# longest row) or "split" (abc_rows.cuh: rows of at most LONG_ROW nonzeros one thread each, the
+# rest one warp each, 16-byte stores). SEALTOP_ABC_ROWS per process. "thread" stays the default
+# until "split" is measured faster on the H200.
+ROWS = os.environ.get("SEALTOP_ABC_ROWS", "thread")
+LONG_ROW = 32
+LONG_BLOCK = 256  # abc_rows_long: 8 warps, 8 rows a block
+_long_lock = threading.Lock()
 MATRIX_KEYS = ("rowptr", "cols", "cidx")
 _DTYPES = {"rowptr": np.uint32, "cols": np.int32, "cidx": np.uint16, "coefs": np.uint64,
            "bits": np.uint8, "general": np.uint8, "gidx": np.int32, "gval": np.uint64}
@@ -39,11 +49,31 @@ def upload(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     return {name: cp.asarray(np.ascontiguousarray(a)) for name, a in arrays.items()}
 
 
+def _rows_mode() -> str:
+    if ROWS not in ("thread", "split"):
+        raise ValueError(f"unknown abc row mode {ROWS!r} (thread or split)")
+    return ROWS
+
+
+def long_rows(m: dict[str, Any], prefix: str) -> Any:
+    """The rows of matrix ``prefix`` with more than LONG_ROW nonzeros (device uint32), found
+    once and kept in ``m`` (the circuit's resident arrays) as ``{prefix}_long``."""
+    key = f"{prefix}_long"
+    with _long_lock:
+        if key not in m:
+            cp = _cp()
+            rp = m[f"{prefix}_rowptr"]
+            m[key] = cp.flatnonzero((rp[1:] - rp[:-1]) > np.uint32(LONG_ROW)).astype(cp.uint32)
+            cp.cuda.get_current_stream().synchronize()  # other threads' streams read it next
+        return m[key]
+
+
 def expand(w: dict[str, Any], n: int) -> Any:
     """The full vector z (device uint64[n, 4]) from its bitmaps and general entries."""
     cp = _cp()
     z = cp.empty((n, 4), dtype=cp.uint64)
-    kernel("abc", "abc_expand")(_grid(n), (BLOCK,), (w["bits"], z, np.uint64(n)))
+    fn = "abc_expand16" if _rows_mode() == "split" else "abc_expand"
+    kernel("abc", fn)(_grid(n), (BLOCK,), (w["bits"], z, np.uint64(n)))
     g = int(w["gidx"].shape[0])
     if g:
         kernel("abc", "abc_scatter")(_grid(g), (BLOCK,), (w["gidx"], w["gval"], z, np.uint64(g)))
@@ -59,11 +89,15 @@ def matvec(m: dict[str, Any], prefix: str, coefs: Any, w: dict[str, Any], z: Any
         out = cp.empty((rows, 4), dtype=cp.uint64)
     if out.shape != (rows, 4) or not out.flags.c_contiguous:
         raise ValueError(f"output must be a contiguous uint64[{rows}, 4] device array")
-    kernel("abc", "abc_rows")(
-        _grid(rows), (BLOCK,),
-        (m[f"{prefix}_rowptr"], m[f"{prefix}_cols"], m[f"{prefix}_cidx"], coefs,
-         w["bits"], w["general"], z, out, np.uint64(rows)),
-    )
+    mat = (m[f"{prefix}_rowptr"], m[f"{prefix}_cols"], m[f"{prefix}_cidx"], coefs, w["bits"], w["general"], z, out)
+    if _rows_mode() == "thread":
+        kernel("abc", "abc_rows")(_grid(rows), (BLOCK,), (*mat, np.uint64(rows)))
+        return out
+    kernel("abc", "abc_rows_short")(_grid(rows), (BLOCK,), (*mat, np.uint64(rows), np.uint32(LONG_ROW)))
+    lr = long_rows(m, prefix)
+    if int(lr.shape[0]):
+        per = LONG_BLOCK // 32
+        kernel("abc", "abc_rows_long")((-(-int(lr.shape[0]) // per),), (LONG_BLOCK,), (*mat, lr, np.uint64(lr.shape[0])))
     return out
 
 

@@ -19,6 +19,7 @@ MODULES = {
     "ntt": "ntt/ntt.cu",
     "msm_g1": "msm/msm_g1.cu",
     "msm_g2": "msm/msm_g2.cu",
+    "msm_scalars": "msm/scalars.cu",
     "abc": "abc/abc_eval.cu",
 }
 # SEALTOP_PTX_FF=0 in the environment builds the portable C++ field arithmetic instead of the

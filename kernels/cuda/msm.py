@@ -1,7 +1,9 @@
 """Host side of the G1/G2 multi-scalar multiplication and fixed-base multiplication (CuPy).
 
 ``msm(group, points, scalars)`` computes sum_i scalars[i] * points[i] on the device:
-  1. scalars (Fr, Montgomery) become canonical integers and are classed 0, 1 or other;
+  1. scalars (Fr, Montgomery) are classed 0, 1 or other, and the others' canonical integers
+     found (two ways, ONES: "sum" converts every scalar, "list" reads the classes off the
+     Montgomery words and lists the ones and the others);
   2. points with scalar 1 are summed with plain additions, scalars 0 are skipped;
   3. the rest (the tail) go through Pippenger with signed c-bit digits, a counting sort of the
      (point, digit) pairs by bucket, XYZZ bucket accumulation in bounded work items, and a
@@ -67,6 +69,13 @@ SORT_BY_WINDOW_BUCKETS = 1 << 21
 # for benchmarks; the msm() argument `accumulate` per call.
 ACCUMULATE = os.environ.get("SEALTOP_MSM_ACC", "xyzz")
 BATCH_MIN_LOG = 23
+# How the scalars are split by value and the ones summed: "sum" (msm_scalars converts and classes
+# every scalar, g*_sum_ones has each thread add the points of class 1 in its chunk of 256: a warp
+# steps through every index and the addition is an out-of-line call) or "list" (msm/classify.cuh:
+# classes off the Montgomery words, lists of the ones and the others, the ones summed by the
+# accumulation kernel in equal items: see sum_list). SEALTOP_MSM_ONES per process, msm()'s `ones`
+# per call. "sum" stays the default until "list" is measured faster on the H200.
+ONES = os.environ.get("SEALTOP_MSM_ONES", "sum")
 # Batch mode's window from 2^BATCH_MIN_LOG scalars on: many buckets, so that every thread has many
 # slots (K) to share the block's inversion.
 BATCH_WINDOW = 20
@@ -221,15 +230,89 @@ def reduce_segments(group: str, arr: Any, starts: np.ndarray, lens: np.ndarray) 
         arr, starts, lens = out, first, ng
 
 
+def _split_sum(group: str, points: Any, scalars: Any, n: int, count_ones: bool) -> tuple[Any, Any, Any, int, int]:
+    """(canonical scalars, the ones' sum as an XYZZ row, the others' indices, their count, the
+    ones' count or -1 unless count_ones), the "sum" way: every scalar converted and classed by
+    msm_scalars; each thread of g*_sum_ones adds the points of class 1 in its chunk of 256."""
+    cp = _cp()
+    xw = XYZZ_U64[group]
+    canon = cp.empty((n, 4), dtype=cp.uint64)
+    cls = cp.empty(n, dtype=cp.uint8)
+    kernel("msm_g1", "msm_scalars")(_grid(n, 256), (256,), (scalars, canon, cls, np.uint64(n)))
+    chunk = 256
+    nparts = (n + chunk - 1) // chunk
+    partial = cp.empty((nparts, xw), dtype=cp.uint64)
+    kernel(f"msm_{group}", f"{group}_sum_ones")(_grid(nparts), (BLOCK,), (points, cls, np.uint64(n), np.uint32(chunk), partial))
+    ones = _reduce_all(group, partial, nparts)
+    tail_mask = cls == 2
+    settle()  # flatnonzero reads a count back to the host
+    tail_idx = cp.flatnonzero(tail_mask)
+    del tail_mask
+    m1 = -1
+    if count_ones:
+        ones_mask = cls == 1
+        settle()
+        m1 = int(cp.count_nonzero(ones_mask))
+    return canon, ones, tail_idx, int(tail_idx.size), m1
+
+
+CLASSIFY_TILE = 4096  # msm/classify.cuh: 256 threads x 16 scalars a block
+
+
+def _split_list(group: str, points: Any, scalars: Any, n: int, count_ones: bool = True) -> tuple[Any, Any, Any, int, int]:
+    """As _split_sum, the "list" way (msm/classify.cuh): classes off the Montgomery words, lists
+    of the ones and the others (one count read back for both), the others' canonical values at
+    their indices; the ones summed by the bucket accumulation kernel as one bucket cut into items
+    of equal length (no idle lanes, the G1 addition inline, the kernel's launch bounds)."""
+    cp = _cp()
+    if n >= 1 << 31:
+        raise ValueError(f"the list split indexes scalars in 31 bits, got {n}")
+    ntiles = -(-n // CLASSIFY_TILE)
+    cls = cp.empty(n, dtype=cp.uint8)
+    counts = cp.empty((ntiles, 2), dtype=cp.uint32)
+    kernel("msm_scalars", "msm_classify")((ntiles,), (256,), (scalars, np.uint64(n), cls, counts))
+    off = cp.cumsum(counts, axis=0, dtype=cp.uint32)
+    m1, m = (int(v) for v in to_host(off[-1]))
+    off -= counts  # exclusive offsets of each tile
+    del counts
+    ones_idx = cp.empty(max(m1, 1), dtype=cp.uint32)
+    tail_idx = cp.empty(max(m, 1), dtype=cp.uint32)
+    canon = cp.empty((n, 4), dtype=cp.uint64)
+    kernel("msm_scalars", "msm_compact")((ntiles,), (256,), (scalars, cls, np.uint64(n), off, ones_idx, tail_idx, canon))
+    del cls, off
+    return canon, sum_list(group, points, ones_idx, m1), tail_idx[:m], m, m1
+
+
+def sum_list(group: str, points: Any, idx: Any, m: int) -> Any:
+    """The XYZZ sum (uint64[1, words]) of points[idx[k]] for k < m: the accumulation kernel over
+    items of equal length (enough to fill the card), then a FAN-way tree."""
+    cp = _cp()
+    xw = XYZZ_U64[group]
+    if m == 0:
+        return cp.zeros((1, xw), dtype=cp.uint64)
+    L = max(8, -(-m // TARGET_ITEMS))
+    nitems = -(-m // L)
+    start = cp.arange(0, nitems * L, L, dtype=cp.uint32)
+    end = cp.minimum(start + np.uint32(L), np.uint32(m)).astype(cp.uint32)
+    partials = cp.empty((nitems, xw), dtype=cp.uint64)
+    kernel(f"msm_{group}", f"{group}_accumulate")(_grid(nitems), (BLOCK,), (
+        points, idx, start, end, np.uint64(0), np.uint32(nitems), partials))
+    return _reduce_all(group, partials, nitems)
+
+
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
-        item_len: int | None = None, accumulate: str | None = None) -> Any:
+        item_len: int | None = None, accumulate: str | None = None, ones: str | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
-    window (bits per digit), item_len (points per accumulation work item) and accumulate
-    ("xyzz", "batch", "auto"; see ACCUMULATE) override the defaults, for benchmarks and tests."""
+    window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
+    "batch", "auto"; see ACCUMULATE) and ones ("sum", "list"; see ONES) override the defaults, for
+    benchmarks and tests."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
+    how = ones or ONES
+    if how not in ("sum", "list"):
+        raise ValueError(f"unknown ones summation {how!r} (sum or list)")
     aw, xw = AFFINE_U64[group], XYZZ_U64[group]
     n = int(scalars.shape[0])
     marks: list[tuple[str, Any]] = []
@@ -249,39 +332,21 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     if n == 0:
         return out
 
-    canon = cp.empty((n, 4), dtype=cp.uint64)
-    cls = cp.empty(n, dtype=cp.uint8)
-    kernel("msm_g1", "msm_scalars")(_grid(n, 256), (256,), (scalars, canon, cls, np.uint64(n)))
-
-    # scalars equal to one: plain additions, in chunks, then a reduction
-    chunk = 256
-    nparts = (n + chunk - 1) // chunk
-    partial = cp.empty((nparts, xw), dtype=cp.uint64)
-    kernel(f"msm_{group}", f"{group}_sum_ones")(_grid(nparts), (BLOCK,), (points, cls, np.uint64(n), np.uint32(chunk), partial))
-    ones = _reduce_all(group, partial, nparts)
+    canon, ones_sum, tail_idx, m, m1 = (_split_list if how == "list" else _split_sum)(group, points, scalars, n, stats is not None)
     mark("scalars_and_ones")
-
-    tail_mask = cls == 2
-    settle()  # flatnonzero reads a count back to the host
-    tail_idx = cp.flatnonzero(tail_mask)
-    del tail_mask
-    m = int(tail_idx.size)
     if stats is not None:
-        stats.n, stats.tail = n, m
-        ones_mask = cls == 1
-        settle()
-        stats.ones = int(cp.count_nonzero(ones_mask))
+        stats.n, stats.tail, stats.ones = n, m, m1
     finish = kernel(f"msm_{group}", f"{group}_finish")
     if m == 0:
         if HOST_FINISH:
-            row = combine_windows(group, np.zeros((0, xw), dtype=np.uint64), 1, to_host(ones))
+            row = combine_windows(group, np.zeros((0, xw), dtype=np.uint64), 1, to_host(ones_sum))
             out[...] = cp.asarray(row.reshape(1, aw))
         else:
-            finish((1,), (1,), (ones, np.int32(0), np.int32(1), ones, out))
+            finish((1,), (1,), (ones_sum, np.int32(0), np.int32(1), ones_sum, out))
         mark("finish")
         _phase_times(stats, marks)
         return out
-    idx = tail_idx.astype(cp.uint32) if m < n else None
+    idx = tail_idx.astype(cp.uint32, copy=False) if m < n else None
     idx_arg = idx if idx is not None else np.uint64(0)
     del tail_idx
 
@@ -364,10 +429,10 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         wins, cur = nxt, cur // per
     mark("window_reduce")
     if HOST_FINISH:
-        row = combine_windows(group, to_host(wins), c, to_host(ones))
+        row = combine_windows(group, to_host(wins), c, to_host(ones_sum))
         out[...] = cp.asarray(row.reshape(1, aw))
     else:
-        finish((1,), (1,), (wins, np.int32(nwin), np.int32(c), ones, out))
+        finish((1,), (1,), (wins, np.int32(nwin), np.int32(c), ones_sum, out))
     mark("finish")
     if stats is not None:
         stats.window, stats.items, stats.item_len = c, total_items, L

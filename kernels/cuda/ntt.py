@@ -26,7 +26,6 @@ MAX_STAGES_PER_PASS = int(os.environ.get("SEALTOP_NTT_MAX_STAGES", "8"))
 TABLE_BITS = 12  # power tables are lo[i & 4095] * hi[i >> 12]
 
 
-
 def _mont_rows(values: list[int]) -> np.ndarray:
     out = np.empty((len(values), 4), dtype=np.uint64)
     for i, v in enumerate(values):
@@ -42,9 +41,9 @@ def _powers(base: int, count: int, scale: int = 1) -> list[int]:
     return out
 
 
-def pass_schedule(log_n: int) -> list[tuple[int, int]]:
+def pass_schedule(log_n: int, max_stages: int | None = None) -> list[tuple[int, int]]:
     """(first stage, stage count) of each shared-memory pass: as few and as even as possible."""
-    npass = max(1, -(-log_n // MAX_STAGES_PER_PASS))
+    npass = max(1, -(-log_n // (max_stages or MAX_STAGES_PER_PASS)))
     sizes = [log_n // npass + (1 if i < log_n % npass else 0) for i in range(npass)]
     out, s0 = [], 0
     for s in sizes:
@@ -53,15 +52,35 @@ def pass_schedule(log_n: int) -> list[tuple[int, int]]:
     return out
 
 
+def power_table_rows(base: int, count: int, scale: int = 1, bits: int = TABLE_BITS) -> tuple[np.ndarray, np.ndarray]:
+    """Host rows (Montgomery) of the tables lo, hi with scale * base^i = lo[i & mask] * hi[i >> bits]
+    for i < count."""
+    nlo = min(count, 1 << bits)
+    nhi = max(1, -(-count // (1 << bits)))
+    return _mont_rows(_powers(base, nlo)), _mont_rows(_powers(pow(base, 1 << bits, R_MOD), nhi, scale))
+
+
 class PowerTable:
     """Device tables lo, hi with value(i) = scale * base^i = lo[i & mask] * hi[i >> bits]."""
 
     def __init__(self, base: int, count: int, scale: int = 1) -> None:
         cp = _cp()
-        nlo = min(count, 1 << TABLE_BITS)
-        nhi = max(1, -(-count // (1 << TABLE_BITS)))
-        self.lo = cp.asarray(_mont_rows(_powers(base, nlo)))
-        self.hi = cp.asarray(_mont_rows(_powers(pow(base, 1 << TABLE_BITS, R_MOD), nhi, scale)))
+        lo, hi = power_table_rows(base, count, scale)
+        self.lo = cp.asarray(lo)
+        self.hi = cp.asarray(hi)
+
+
+class RowTables:
+    """One lo table and a stack of hi tables, row r's value(i) = scales[r] * base^i (the fused H
+    step scales each batch row by its own constant); ``hi_stride`` is in 32-bit words."""
+
+    def __init__(self, base: int, count: int, scales: tuple[int, ...]) -> None:
+        cp = _cp()
+        lo, _ = power_table_rows(base, count)
+        his = [power_table_rows(base, count, s)[1] for s in scales]
+        self.lo = cp.asarray(lo)
+        self.hi = cp.asarray(np.stack(his))
+        self.hi_stride = int(his[0].shape[0]) * 8
 
 
 class NttPlans:
@@ -71,20 +90,31 @@ class NttPlans:
         self._lock = threading.Lock()
         self._twiddles: dict[int, Any] = {}
         self._tables: dict[tuple[str, int], PowerTable] = {}
+        self._row_tables: dict[tuple[Any, ...], RowTables] = {}
 
     def twiddles(self, log_n: int) -> Any:
-        """w^k for k < n/2, w = root_of_unity(log_n), Montgomery, on the device."""
+        """w^k for k <= n/2, w = root_of_unity(log_n), Montgomery, on the device (the last,
+        w^(n/2) = -1, serves the inverse DIF of ntt_pass.cuh; ntt_pass reads k < n/2)."""
         with self._lock:
             t = self._twiddles.get(log_n)
             if t is None:
                 cp = _cp()
-                count = max(1, (1 << log_n) // 2)
+                count = (1 << log_n) // 2 + 1
                 pt = PowerTable(root_of_unity(log_n), count)
                 t = cp.empty((count, 4), dtype=cp.uint64)
                 kernel("ntt", "fr_power_table")(((count + 255) // 256,), (256,), (t, np.uint64(count), pt.lo, pt.hi, np.int32(TABLE_BITS)))
                 # cached tables are shared by every thread's stream: finish them before sharing
                 cp.cuda.get_current_stream().synchronize()
                 self._twiddles[log_n] = t
+            return t
+
+    def row_tables(self, key: tuple[Any, ...], base: int, count: int, scales: tuple[int, ...]) -> RowTables:
+        """RowTables(base, count, scales), made once per key."""
+        with self._lock:
+            t = self._row_tables.get(key)
+            if t is None:
+                t = self._row_tables[key] = RowTables(base, count, scales)
+                _cp().cuda.get_current_stream().synchronize()
             return t
 
     def table(self, kind: str, log_n: int) -> PowerTable:

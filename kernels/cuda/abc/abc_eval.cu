@@ -8,6 +8,7 @@
 // nothing; a general one is added, subtracted or multiplied. Sums of canonical field values do
 // not depend on the order of the terms, so the result is the CPU reference's bit for bit.
 #include "../ff/bls12_381.cuh"
+#include "abc_rows.cuh"
 
 __device__ __forceinline__ unsigned bit_at(const uint8_t* m, uint64_t i) {
     return (m[i >> 3] >> (i & 7)) & 1u;
@@ -49,5 +50,35 @@ __global__ void abc_rows(const uint32_t* rowptr, const int32_t* cols, const unsi
         }
     }
     acc.store(out + r * 8);
+}
+
+// The "split" way (abc_rows.cuh): rows of at most long_len nonzeros, one thread each (longer
+// rows are left to abc_rows_long), values written with 16-byte stores.
+__global__ void abc_rows_short(const uint32_t* rowptr, const int32_t* cols, const unsigned short* cidx,
+                               const uint32_t* coefs, const uint8_t* bits, const uint8_t* general,
+                               const uint32_t* z, uint32_t* out, uint64_t rows, uint32_t long_len) {
+    uint64_t r = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const abcr::Matrix m = {rowptr, cols, cidx, coefs, bits, general, z};
+    abcr::short_row(m, r, long_len, out);
+}
+
+// The rows longer than long_len (their numbers in long_rows), one warp each.
+__global__ void __launch_bounds__(ABC_LONG_THREADS) abc_rows_long(const uint32_t* rowptr, const int32_t* cols,
+                               const unsigned short* cidx, const uint32_t* coefs, const uint8_t* bits,
+                               const uint8_t* general, const uint32_t* z, uint32_t* out,
+                               const uint32_t* long_rows, uint64_t nlong) {
+    __shared__ uint4 part[2 * ABC_LONG_THREADS];
+    const abcr::Matrix m = {rowptr, cols, cidx, coefs, bits, general, z};
+    abcr::long_partial(m, long_rows, nlong, blockIdx.x, threadIdx.x, part);
+    __syncthreads();
+    abcr::long_total(long_rows, nlong, blockIdx.x, threadIdx.x, part, out);
+}
+
+// abc_expand with 16-byte stores.
+__global__ void abc_expand16(const uint8_t* bits, uint32_t* z, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    abcr::store16(z + i * 8, abcr::bit(bits, i) ? Fr::one() : Fr::zero());
 }
 }

@@ -10,7 +10,10 @@
 // a butterfly moves its operands with four 16-byte accesses each way instead of sixteen 4-byte
 // ones, and consecutive elements of a warp stay on consecutive banks. Stage 0 of the first pass
 // multiplies by w^0 = 1 and skips the product.
+// ntt_dit and ntt_dif (at the end) run the passes of ntt_pass.cuh, both orders, in place or
+// gathering, with the H step's scales and pointwise product folded in (kernels/cuda/hstep.py).
 #include "../ff/bls12_381.cuh"
+#include "ntt_pass.cuh"
 
 __device__ __forceinline__ Fr load_fr(const uint32_t* p, uint64_t i) {
     const uint4* q = reinterpret_cast<const uint4*>(p + i * 8);
@@ -111,6 +114,37 @@ __global__ void ntt_pass(const uint32_t* src, uint32_t* dst, uint64_t batch_stri
         if (post_lo != 0) x = x * table_power(post_lo, post_hi, tab_bits, g);
         store_fr(dst, g, x);
     }
+}
+
+// The passes of ntt_pass.cuh (the fused H step of kernels/cuda/poly.py): one block per 2^S
+// elements of one batch row (blockIdx.y), the phases between barriers.
+__global__ void ntt_dit(const uint32_t* src, const uint32_t* src2, uint32_t* dst, uint64_t stride, const uint32_t* W,
+                        int log_n, int s0, int S, int gather, const uint32_t* lo, const uint32_t* hi,
+                        uint64_t hi_stride, int tab_bits, const uint32_t* sub) {
+    extern __shared__ uint4 sm[];
+    const nttp::Pass p = {src, src2, dst, stride, W, log_n, s0, S, gather, 0, lo, hi, hi_stride, tab_bits, sub};
+    const nttp::Block b = nttp::block_of(p, blockIdx.x, blockIdx.y);
+    nttp::dit_load(p, b, sm, threadIdx.x);
+    for (int tt = 0; tt < S; tt++) {
+        __syncthreads();
+        nttp::dit_stage(p, b, sm, threadIdx.x, tt);
+    }
+    __syncthreads();
+    nttp::dit_store(p, b, sm, threadIdx.x);
+}
+
+__global__ void ntt_dif(uint32_t* data, uint64_t stride, const uint32_t* W, int log_n, int s0, int S, int inverse,
+                        const uint32_t* lo, const uint32_t* hi, uint64_t hi_stride, int tab_bits) {
+    extern __shared__ uint4 sm[];
+    const nttp::Pass p = {data, 0, data, stride, W, log_n, s0, S, 0, inverse, lo, hi, hi_stride, tab_bits, 0};
+    const nttp::Block b = nttp::block_of(p, blockIdx.x, blockIdx.y);
+    nttp::dif_load(p, b, sm, threadIdx.x);
+    for (int tt = S - 1; tt >= 0; tt--) {
+        __syncthreads();
+        nttp::dif_stage(p, b, sm, threadIdx.x, tt);
+    }
+    __syncthreads();
+    nttp::dif_store(p, b, sm, threadIdx.x);
 }
 
 }  // extern "C"
