@@ -31,9 +31,9 @@ from kernels.cuda import ntt as _ntt
 from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
 
-# "plain" or "fused" (see the module docstring). The plain path stays the default until the
-# fused one is measured faster on the H200.
-H_PATH = os.environ.get("SEALTOP_H_PATH", "plain")
+# "plain" or "fused" (see the module docstring). "fused" is the default: on the H200
+# (2026-12-04) H at 2^27 took 256.4 ms against 299.4, with 12 GiB of pool growth against 26.
+H_PATH = os.environ.get("SEALTOP_H_PATH", "fused")
 
 
 def _check_domain(n: int) -> None:
