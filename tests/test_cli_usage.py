@@ -91,7 +91,7 @@ def test_every_headless_verb_reports_a_bad_argument_in_the_same_line(capsys) -> 
     exit 2; so is a missing option value."""
     verbs = [v for v in headless_verbs() if v not in ("bench", "cluster")]
     verbs += ["bench prove", "bench synth", "bench pipeline", "cluster scheduler", "cluster worker"]
-    required = {"prove": "--pk", "export": "--vk", "run": "--config", "seal": "--sector-size"}
+    required = {"export": "--vk", "run": "--config", "seal": "--sector-size"}
     for verb in verbs:
         argv = [*verb.split(), "--no-such-option-" + secrets.token_hex(2)]
         if verb == "replay":
