@@ -82,3 +82,38 @@ def test_a_farm_spec_carries_the_c1_bytes_once(sealed):
                    "ab" * 32, 9)
     back = JobSpec.from_bytes(spec.to_bytes())
     assert back == spec and zlib.decompress(base64.b64decode(back.c1)) == raw
+
+
+def test_a_farm_host_writes_the_c1_bytes_once_and_proves_that_file(sealed, tmp_path):
+    """engine.cluster.hostengine: the spec's bytes land in the host's own param cache, named by
+    their digest (a second job of the same file writes nothing), and the job is that file's."""
+    pytest.importorskip("distributed")
+    from engine.cluster.hostengine import HostEngine
+
+    d, c1, prover, sector = sealed
+    raw = (d / "c1.json").read_bytes()
+    cfg = dataclasses.replace(EngineConfig(), param_cache=str(tmp_path / "pc"))
+    host = HostEngine(cfg, "h1")
+    spec = JobSpec("s", 1, "c2-2KiB", 1, 0, "any", base64.b64encode(zlib.compress(raw)).decode(),
+                   prover.hex(), sector)
+    job = host._c1_job(spec)
+    written = list((tmp_path / "pc" / "c1").iterdir())
+    assert len(written) == 1 and written[0].read_bytes() == raw
+    assert job.source.c1 == str(written[0]) and job.preset == "c2-2KiB" and job.partitions == 1
+    mtime = written[0].stat().st_mtime_ns
+    assert host._c1_job(spec) == job and written[0].stat().st_mtime_ns == mtime
+
+
+def test_the_console_and_an_attached_console_submit_the_configs_c1_output(sealed):
+    """The console's submit key (app.live.make_job) and an attached console's submit
+    (engine.watchers.job_from_fields) take the config's C1 output when it names one."""
+    from app.live import make_job
+    from engine.watchers import job_from_fields
+
+    d, c1, prover, sector = sealed
+    cfg = dataclasses.replace(EngineConfig(), c1=str(d / "c1.json"), prover_id=prover.hex(), sector_id=sector)
+    want = c1_job(str(d / "c1.json"), prover.hex(), sector)
+    assert make_job(None, cfg) == want
+    assert job_from_fields({}, cfg) == want
+    assert job_from_fields({"preset": "tiny", "partitions": 1, "seed": 3}, cfg) == Job("tiny", 1, 3)
+    assert make_job(None, EngineConfig(preset="tiny", partitions=1, seed=2)) == Job("tiny", 1, 2)
