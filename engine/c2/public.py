@@ -42,6 +42,7 @@ from engine.seal.graph import node_parents
 from engine.seal.labels import replica_id as generate_replica_id
 from engine.seal.registry import SEAL_PROOFS, SealProof
 from engine.seal.vanilla import C1Output
+from engine.strictjson import strict_loads
 from kernels.constants import R_MOD
 
 FR_CAPACITY = 254
@@ -265,28 +266,9 @@ def statement_from_json(doc: Any) -> Statement:
                      values["ticket"], values["seed"], values["comm_d"], values["comm_r"])
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise StatementError(f"repeated field {k!r}")
-        out[k] = v
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise StatementError(f"{name} is not JSON")
-
-
 def loads_statement(text: str) -> Statement:
     """Parse a statement's JSON text (StatementError, one line, for anything else)."""
-    try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise StatementError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise StatementError("not JSON: nested too deeply") from None
-    return statement_from_json(doc)
+    return statement_from_json(strict_loads(text, StatementError))
 
 
 def read_statement(path: str | os.PathLike) -> Statement:

@@ -34,6 +34,7 @@ from engine.seal.vanilla import (
     ReplicaColumnProof,
     VanillaProof,
 )
+from engine.strictjson import strict_loads
 
 MAX_C1_BYTES = 1 << 30
 """The largest C1 file read (a 64 GiB sector's is well under 100 MB)."""
@@ -276,30 +277,9 @@ def from_json(doc: Any) -> C1Output:
     )
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise C1FormatError(f"repeated field {k!r}")
-        out[k] = v
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise C1FormatError(f"{name} is not JSON")
-
-
 def loads(text: str | bytes) -> C1Output:
     """Parse C1 JSON text; C1FormatError (one line) for anything that is not the form."""
-    try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        cut = exc.pos >= len(text.rstrip()) if isinstance(text, str) else False
-        why = "cut short (truncated)" if cut else exc.msg
-        raise C1FormatError(f"not JSON: {why} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise C1FormatError("not JSON: nested too deeply") from None
-    return from_json(doc)
+    return from_json(strict_loads(text, C1FormatError))
 
 
 def read_c1(path: str | os.PathLike) -> C1Output:
