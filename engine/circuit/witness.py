@@ -12,6 +12,7 @@ Two interpreters of the same program (template.py's opcodes):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numba
@@ -41,7 +42,7 @@ _U1 = np.uint64(1)
 
 
 def fill_inputs(
-    shape: CircuitShape, public: list[int], free: dict[str, object], z: np.ndarray | None = None
+    shape: CircuitShape, public: list[int], free: Mapping[str, object], z: np.ndarray | None = None
 ) -> np.ndarray:
     """z with the one, the public inputs and every free region set, the rest zero: a fresh
     array, or ``z`` (uint64[num_vars, 4], e.g. a view of shared memory) overwritten."""
@@ -398,7 +399,7 @@ def _py_stage(zi: list[int], t: Template, st: Stage) -> None:
                 raise ValueError(f"unknown witness opcode {code}")
 
 
-def witness_python(shape: CircuitShape, public: list[int], free: dict[str, object]) -> list[int]:
+def witness_python(shape: CircuitShape, public: list[int], free: Mapping[str, object]) -> list[int]:
     """The full witness as Python ints (canonical), computed without numba or Montgomery."""
     z = fill_inputs(shape, public, free)
     zi = from_mont_fr(z)
