@@ -54,7 +54,7 @@ def _wire(x: Bit, shape, zi: list[int]) -> int:
     elif x.slot <= TMPL.n_in:
         v = zi[shape.regions["in"][0, x.slot - 1]]
     else:
-        v = zi[shape.stages[0].base + x.slot - 1 - TMPL.n_in]
+        v = zi[int(shape.stages[0].bases[0]) + x.slot - 1 - TMPL.n_in]
     return v ^ int(x.neg)
 
 
@@ -87,7 +87,7 @@ def test_every_aux_value_matters() -> None:
     row = [rnd.randrange(2) for _ in range(NB + 96)] + [rnd.getrandbits(200)]
     shape, _ = place_on_free(TMPL, 1)
     z = run(shape, [row])
-    first_local = shape.stages[0].base
+    first_local = int(shape.stages[0].bases[0])
     for v in range(first_local, shape.num_vars):
         bad = z.copy()
         bad[v] = to_mont_fr([from_mont_fr(z[v : v + 1])[0] + rnd.randrange(1, 1000)])[0]

@@ -106,7 +106,7 @@ def count(proof: SealProof | StackedShape) -> tuple[int, int, int]:
     calls alone, no matrix assembled: seconds at 32 GiB, whose matrices would take ~29 GiB."""
     s = walk(proof)
     b = s.builder
-    rows = sum(st.count * b.templates[st.template].n_rows for st in b.stages)
+    rows = sum(count * t.n_rows for t, count in b.instances())
     inputs = 1 + b.num_public
     return rows + inputs, inputs, b.next_var - inputs
 

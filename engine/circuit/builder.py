@@ -1,11 +1,21 @@
-"""The circuit builder: places gadget templates as arrays of instances and compiles the whole
-circuit once into the R1CS of engine/groth16/r1cs.py, cached on disk by a digest of its shape.
+"""The circuit builder: places gadget templates, one instance or an array of them at a time,
+and compiles the whole circuit once into the R1CS of engine/groth16/r1cs.py, cached on disk by
+a digest of its shape.
 
 Variables are ordered z = [1, public..., aux...]. Aux variables are allocated in build order:
-*free* regions (private values the job supplies, such as Merkle siblings) and the local slots
-of each placement (instance i of a placement owns ``n_loc`` consecutive variables from
-``base + i * n_loc``). A :class:`Stage` records one placement; the witness (witness.py) runs
-the stages in dependency waves, every instance of a wave in parallel.
+*free* regions (private values the job supplies, such as Merkle siblings), ``alloc_aux``
+regions that grow one allocation at a time, and the local slots of every instance (``n_loc``
+consecutive variables each). Constraints come in the order of the ``place``/``call`` calls that
+made them (an instance's ``n_rows`` rows consecutive), with bellman's input constraints last.
+That is how Filecoin's C2 circuit has to be built (engine/c2/cs.py): bellperson's order of
+variables and constraints, one gadget call at a time.
+
+Every instance gets a dependency *depth* while it is placed: one more than the deepest producer
+of its inputs (public inputs and free or ``alloc_aux`` variables have depth 0), looked up in a
+per-variable depth array that grows with every allocation. ``compile`` gathers the instances of
+one template at one depth into one :class:`Stage`, wherever they sit in the circuit, so a
+circuit built from ~100k gadget calls has about templates x depths stages, not one per call.
+The witness (witness.py) runs the stages depth by depth, every instance of a depth in parallel.
 """
 
 from __future__ import annotations
@@ -13,8 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -24,19 +36,27 @@ from engine.groth16.r1cs import CSR, R1CS
 from kernels.cpu.convert import to_mont_fr
 from kernels.textfmt import fmt_bytes
 
-BUILDER_VERSION = "sealtop-circuit-v1"
+BUILDER_VERSION = "sealtop-circuit-v2"  # v2: stages of instances at any place (bases, rows, depth)
 ONE_MONT = to_mont_fr([1])[0]
+
+_SMALL_CALL = 32  # a call with at most this many inputs looks depths up in Python, not numpy
+_CHUNK = 1 << 22  # entries per vectorized step of _assemble (bounds its temporaries)
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One placement: ``count`` instances of template ``template`` (index into the shape's
-    templates), locals from ``base``, input slots mapped through ``inmap[count, n_in]``."""
+    """``count`` instances of template ``template`` (index into the shape's templates), all at
+    dependency ``depth``. Instance i owns the ``n_loc`` variables from ``bases[i]`` and the
+    ``n_rows`` constraints from ``rows[i]``; its input slots map through ``inmap[i]``. Every
+    input of an instance is produced at a lower depth, so a stage's instances are independent
+    of each other and of every other stage of their depth."""
 
     template: int
-    base: int
     count: int
+    bases: np.ndarray  # int64[count], first local variable of each instance
+    rows: np.ndarray  # int64[count], first constraint of each instance, increasing
     inmap: np.ndarray  # int64[count, n_in], global variable indices
+    depth: int
 
 
 @dataclass
@@ -60,37 +80,66 @@ class CircuitShape:
         return 1 + self.num_public + self.num_aux
 
 
+@dataclass(frozen=True)
+class _Info:
+    """What ``call`` needs of a template, looked up once per template."""
+
+    tid: int
+    n_in: int
+    n_loc: int
+    n_rows: int
+    out_offs: tuple[int, ...]  # local offset of each output from the instance's base
+
+
 @dataclass
 class CircuitBuilder:
-    """Collects public inputs, free regions and template placements."""
+    """Collects public inputs, free regions and template instances, in circuit order."""
 
     name: str
     num_public: int
     templates: list[Template] = field(default_factory=list)
-    stages: list[Stage] = field(default_factory=list)
     regions: dict[str, np.ndarray] = field(default_factory=dict)
     next_var: int = 0
+    next_row: int = 0
 
     def __post_init__(self) -> None:
         if self.num_public < 0:
             raise ValueError("a circuit cannot have a negative number of public inputs")
         self.next_var = 1 + self.num_public
-        self._tmpl_ids: dict[int, int] = {}
-        self._grown: dict[str, list[int]] = {}
+        self.next_row = 0
+        self._info: dict[int, _Info] = {}  # id(template) -> its _Info
+        self._grown: dict[str, array] = {}  # alloc_aux regions, in allocation order
+        self._depth = array("i", bytes(4 * self.next_var))  # per variable; len == next_var
+        # one entry per instance, in circuit order: template, depth, first variable, first row
+        self._i_tid, self._i_dep, self._i_base, self._i_row = (array("q") for _ in range(4))
+        self._inputs: list[array] = []  # per template: its instances' inputs, in order
+        self._counts: list[int] = []  # per template: instances placed
 
     def public(self, i: int) -> int:
         if not 0 <= i < self.num_public:
             raise ValueError(f"public input {i} out of range (circuit has {self.num_public})")
         return 1 + i
 
-    def free(self, name: str, shape: tuple[int, ...] | int) -> np.ndarray:
-        """A region of private variables that the job fills; returns their global indices."""
+    def _claim(self, name: str) -> None:
         if name in self.regions:
             raise ValueError(f"variable region {name!r} is defined twice")
+
+    def _alloc_free(self, n: int) -> int:
+        """n variables of depth 0 (values the job supplies); returns the first."""
+        if n < 0:
+            raise ValueError("cannot allocate a negative number of variables")
+        first = self.next_var
+        self.next_var += n
+        self._depth.frombytes(bytes(4 * n))
+        return first
+
+    def free(self, name: str, shape: tuple[int, ...] | int) -> np.ndarray:
+        """A region of private variables that the job fills; returns their global indices."""
+        self._claim(name)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         n = int(np.prod(shape)) if shape else 1
-        idx = np.arange(self.next_var, self.next_var + n, dtype=np.int64).reshape(shape)
-        self.next_var += n
+        first = self._alloc_free(n)
+        idx = np.arange(first, first + n, dtype=np.int64).reshape(shape)
         self.regions[name] = idx
         return idx
 
@@ -98,30 +147,80 @@ class CircuitBuilder:
         """n private variables allocated now (the next aux indices), appended to the 1-D region
         ``name``, which grows with every call: bellperson allocates a supplied value wherever
         its gadget is, not in one block."""
-        if name in self.regions and name not in self._grown:
-            raise ValueError(f"variable region {name!r} is defined twice")
-        grown = self._grown.setdefault(name, [])
-        idx = np.arange(self.next_var, self.next_var + n, dtype=np.int64)
-        self.next_var += n
-        grown.extend(idx.tolist())
-        self.regions[name] = idx  # replaced by the whole region in compile()
-        return idx
-
-    def call(self, tmpl: Template, inputs: list[int]) -> list[int]:
-        """One instance of ``tmpl`` over ``inputs`` (global indices), its variables and
-        constraints next in the circuit; returns the global index of each output."""
-        outs = self.place(tmpl, np.asarray(inputs, np.int64).reshape(1, tmpl.n_in))
-        return [int(o[0]) for o in outs]
+        grown = self._grown.get(name)
+        if grown is None:
+            self._claim(name)
+            grown = self._grown[name] = array("q")
+            self.regions[name] = np.zeros(0, np.int64)  # the whole region is set in compile()
+        first = self._alloc_free(n)
+        if n == 1:
+            grown.append(first)
+        else:
+            grown.extend(range(first, first + n))
+        return np.arange(first, first + n, dtype=np.int64)
 
     def name_region(self, name: str, idx: np.ndarray) -> None:
         """Give a name to existing variables (for reading them back from a witness)."""
-        if name in self.regions:
-            raise ValueError(f"variable region {name!r} is defined twice")
+        self._claim(name)
         self.regions[name] = np.asarray(idx, np.int64)
 
+    def _register(self, tmpl: Template) -> _Info:
+        info = self._info.get(id(tmpl))
+        if info is None:
+            info = _Info(len(self.templates), tmpl.n_in, tmpl.n_loc, tmpl.n_rows,
+                         tuple(s - 1 - tmpl.n_in for s in tmpl.outputs))
+            self.templates.append(tmpl)  # kept alive, so its id is never reused
+            self._inputs.append(array("q"))
+            self._counts.append(0)
+            self._info[id(tmpl)] = info
+        return info
+
+    def _bad_input(self, tmpl: Template) -> ValueError:
+        return ValueError(f"template {tmpl.name}: an input refers to an unallocated variable")
+
+    def call(self, tmpl: Template, inputs: Sequence[int]) -> list[int]:
+        """One instance of ``tmpl`` over ``inputs`` (global indices), its variables and
+        constraints next in the circuit; returns the global index of each output. Recorded in
+        a few list appends: compile() gathers the instances into stages."""
+        info = self._info.get(id(tmpl)) or self._register(tmpl)
+        n_in = info.n_in
+        if len(inputs) != n_in:
+            raise ValueError(f"template {tmpl.name} takes {n_in} inputs, got {len(inputs)}")
+        depth = self._depth
+        if n_in == 0:
+            d = 1
+        elif n_in <= _SMALL_CALL:
+            if min(inputs) < 0:
+                raise self._bad_input(tmpl)
+            try:
+                d = max(map(depth.__getitem__, inputs)) + 1
+            except (IndexError, TypeError):
+                raise self._bad_input(tmpl) from None
+        else:
+            idx = np.asarray(inputs, np.int64)
+            if idx.min() < 0 or idx.max() >= self.next_var:
+                raise self._bad_input(tmpl)
+            view = np.frombuffer(depth, np.int32)
+            d = int(view[idx].max()) + 1
+            del view  # a live view would stop the array from growing
+        tid = info.tid
+        base = self.next_var
+        self._inputs[tid].extend(inputs)
+        self._i_tid.append(tid)
+        self._i_dep.append(d)
+        self._i_base.append(base)
+        self._i_row.append(self.next_row)
+        self._counts[tid] += 1
+        self.next_var = base + info.n_loc
+        self.next_row += info.n_rows
+        depth.extend(repeat(d, info.n_loc))
+        return [base + o for o in info.out_offs]
+
     def place(self, tmpl: Template, inputs: np.ndarray) -> list[np.ndarray]:
-        """Replicate ``tmpl`` once per row of ``inputs`` (int[count, n_in] global indices).
-        Returns, for each template output, the global indices of that output per instance."""
+        """Replicate ``tmpl`` once per row of ``inputs`` (int[count, n_in] global indices):
+        ``count`` instances with consecutive variables and consecutive constraints, next in the
+        circuit, all at one depth. Returns, for each template output, the global indices of
+        that output per instance."""
         inputs = np.asarray(inputs, np.int64)
         if inputs.ndim == 1 and tmpl.n_in == 1:
             inputs = inputs[:, None]
@@ -131,32 +230,104 @@ class CircuitBuilder:
             )
         count = inputs.shape[0]
         if inputs.size and (inputs.min() < 0 or inputs.max() >= self.next_var):
-            raise ValueError(f"template {tmpl.name}: an input refers to an unallocated variable")
-        tid = self._tmpl_ids.get(id(tmpl))
-        if tid is None:
-            tid = len(self.templates)
-            self.templates.append(tmpl)
-            self._tmpl_ids[id(tmpl)] = tid
-        base = self.next_var
-        self.next_var += count * tmpl.n_loc
-        self.stages.append(Stage(tid, base, count, inputs))
+            raise self._bad_input(tmpl)
+        info = self._register(tmpl)
+        if inputs.size:
+            view = np.frombuffer(self._depth, np.int32)
+            d = int(view[inputs].max()) + 1
+            del view
+        else:
+            d = 1
+        base, row0 = self.next_var, self.next_row
         inst = np.arange(count, dtype=np.int64)
-        return [base + inst * tmpl.n_loc + (s - 1 - tmpl.n_in) for s in tmpl.outputs]
+        self._inputs[info.tid].frombytes(np.ascontiguousarray(inputs).tobytes())
+        self._i_tid.frombytes(np.full(count, info.tid, np.int64).tobytes())
+        self._i_dep.frombytes(np.full(count, d, np.int64).tobytes())
+        self._i_base.frombytes((base + inst * info.n_loc).tobytes())
+        self._i_row.frombytes((row0 + inst * info.n_rows).tobytes())
+        self._counts[info.tid] += count
+        self.next_var += count * info.n_loc
+        self.next_row += count * info.n_rows
+        self._depth.frombytes(np.full(count * info.n_loc, d, np.int32).tobytes())
+        return [base + inst * info.n_loc + o for o in info.out_offs]
+
+    def instances(self) -> list[tuple[Template, int]]:
+        """(template, instances placed so far) for every template, in first-use order."""
+        return list(zip(self.templates, self._counts))
 
     def matrix_bytes(self) -> int:
         """Bytes the compiled A, B and C will take (36 per nonzero, 8 per row pointer)."""
-        nnz = rows = 0
-        for st in self.stages:
-            t = self.templates[st.template]
-            nnz += st.count * t.nnz
-            rows += st.count * t.n_rows
-        return 36 * nnz + 24 * rows
+        nnz = sum(c * t.nnz for t, c in self.instances())
+        return 36 * nnz + 24 * self.next_row
+
+    def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every instance's template, depth, first variable and first row (copies, in circuit
+        order), and its rank among its template's instances (the row of its input map)."""
+        tid, dep, base, row = (np.frombuffer(c, np.int64).copy()
+                               for c in (self._i_tid, self._i_dep, self._i_base, self._i_row))
+        counts = np.bincount(tid, minlength=len(self.templates))
+        by_t = np.argsort(tid, kind="stable")
+        rank = np.empty(len(tid), np.int64)
+        rank[by_t] = np.arange(len(tid), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        return tid, dep, base, row, rank
+
+    def _inmap(self, t: int) -> np.ndarray:
+        """Template t's input maps, one row per instance in circuit order: a view of the
+        recorded inputs (no copy), to be dropped before anything more is placed (a live view
+        keeps the record from growing)."""
+        n_in = self.templates[t].n_in
+        if not n_in:
+            return np.zeros((self._counts[t], 0), np.int64)
+        return np.frombuffer(self._inputs[t], np.int64).reshape(-1, n_in)
+
+    def coalesce(self) -> list[Stage]:
+        """The instances placed so far as stages, one per (depth, template), ordered by depth
+        and then by template; instances in circuit order within a stage. The stages' arrays
+        are slices of a few arrays sorted once, so a circuit of many depths costs a slice per
+        stage, not a gather."""
+        tid, dep, base, row, rank = self._columns()
+        n, nt = len(tid), max(len(self.templates), 1)
+        order = np.argsort(dep * nt + tid, kind="stable")
+        tid, dep, base, row, rank = tid[order], dep[order], base[order], row[order], rank[order]
+        del order
+        key = dep * nt + tid
+        cuts = (np.flatnonzero(np.diff(key)) + 1).tolist() if n else []
+        del key
+        # every template's input maps in the sorted order of its instances
+        by_t = np.argsort(tid, kind="stable")
+        inmaps, off = [], 0
+        for t, c in enumerate(np.bincount(tid, minlength=len(self.templates)).tolist()):
+            inmaps.append(self._inmap(t)[rank[by_t[off : off + c]]])
+            off += c
+        del by_t, rank
+        used = [0] * len(self.templates)
+        stages: list[Stage] = []
+        for a, b in zip([0, *cuts], [*cuts, n]):
+            if a == b:
+                continue
+            t = int(tid[a])
+            j = used[t]
+            used[t] = j + b - a
+            stages.append(Stage(t, b - a, base[a:b], row[a:b], inmaps[t][j : j + b - a], int(dep[a])))
+        return stages
+
+    def _by_template(self) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """(template, bases, rows, input maps) of every template's instances in circuit order:
+        what the matrices need, whatever the depths (one vectorized pass per template)."""
+        tid, _dep, base, row, _rank = self._columns()
+        by_t = np.argsort(tid, kind="stable")
+        out, off = [], 0
+        for t, c in enumerate(self._counts):
+            sel = by_t[off : off + c]
+            out.append((t, base[sel], row[sel], self._inmap(t)))
+            off += c
+        return out
 
     def compile(self) -> CircuitShape:
-        """Assemble the CSR matrices of all placements, with bellman's input constraints
+        """Assemble the CSR matrices of all instances, with bellman's input constraints
         appended (the rows :func:`with_input_constraints` adds, written in place)."""
         for name, grown in self._grown.items():
-            self.regions[name] = np.array(grown, np.int64)
+            self.regions[name] = np.frombuffer(grown, np.int64).copy()
         num_inputs = 1 + self.num_public
         need = self.matrix_bytes()
         avail = available_memory_bytes()
@@ -165,11 +336,13 @@ class CircuitBuilder:
                 f"circuit {self.name} needs about {fmt_bytes(need)} for its matrices; "
                 f"this machine has {fmt_bytes(avail)} available"
             )
-        mats = [_assemble(self.templates, self.stages, m, num_inputs) for m in ("A", "B", "C")]
+        placed = self._by_template()
+        mats = [_assemble(self.templates, placed, m, num_inputs, self.next_row) for m in ("A", "B", "C")]
+        del placed
         r = R1CS(num_inputs, self.next_var - num_inputs, *mats)
         r.check()
         return CircuitShape(
-            self.name, self.num_public, self.next_var - num_inputs, self.templates, self.stages,
+            self.name, self.num_public, self.next_var - num_inputs, self.templates, self.coalesce(),
             self.regions, r,
         )
 
@@ -186,45 +359,93 @@ def available_memory_bytes() -> int | None:
     return None
 
 
-def global_columns(tmpl: Template, stage: Stage, slots: np.ndarray) -> np.ndarray:
-    """Global variable index of local ``slots`` for every instance: int64[count, len(slots)]."""
+def global_columns(tmpl: Template, bases: np.ndarray, inmap: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """Global variable index of local ``slots`` for instances with first variables ``bases``
+    and input maps ``inmap``: int64[len(bases), len(slots)]."""
     slots = np.asarray(slots, np.int64)
-    inst = np.arange(stage.count, dtype=np.int64)[:, None]
-    local = stage.base + inst * tmpl.n_loc + (slots - 1 - tmpl.n_in)[None, :]
-    full_in = np.concatenate([np.zeros((stage.count, 1), np.int64), stage.inmap], axis=1)
-    is_in = (slots <= tmpl.n_in)[None, :]
-    picked = full_in[:, np.minimum(slots, tmpl.n_in)]
-    return np.where(is_in, picked, local)
+    out = bases[:, None] + (slots - 1 - tmpl.n_in)[None, :]
+    is_in = (slots >= 1) & (slots <= tmpl.n_in)
+    if is_in.any():
+        out[:, is_in] = inmap[:, slots[is_in] - 1]
+    out[:, slots == 0] = 0
+    return out
 
 
-def _assemble(templates: list[Template], stages: list[Stage], which: str, num_inputs: int) -> CSR:
+def _chunks(count: int, width: int) -> list[tuple[int, int]]:
+    """Instance ranges of at most ~_CHUNK entries of ``width`` each."""
+    step = max(1, _CHUNK // max(width, 1))
+    return [(a, min(a + step, count)) for a in range(0, count, step)]
+
+
+def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
+    """Whether instances with increasing, non-overlapping first rows ``rows`` are back to back
+    (then their rows and their entries are one block)."""
+    return int(rows[-1] - rows[0]) == (len(rows) - 1) * n_rows
+
+
+def _cumsum_inplace(a: np.ndarray) -> None:
+    """Running sum of ``a`` in place, a chunk at a time (no full-size temporary)."""
+    carry = 0
+    for s in range(0, len(a), _CHUNK):
+        seg = a[s : s + _CHUNK]
+        np.cumsum(seg, out=seg)
+        seg += carry
+        carry = int(seg[-1])
+
+
+def _assemble(templates: list[Template], placed: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
+              which: str, num_inputs: int, num_rows: int) -> CSR:
     """One matrix of the whole circuit, written straight into preallocated arrays (no
-    concatenation copies: at Filecoin's scale a matrix is several GiB). The last num_inputs
-    rows are bellman's input constraints ``x_i · 0 = 0``: A holds x_i there, B and C nothing,
-    exactly what :func:`with_input_constraints` appends."""
-    rows = sum(st.count * templates[st.template].n_rows for st in stages) + num_inputs
-    nnz = sum(st.count * int(getattr(templates[st.template], which).ptr[-1]) for st in stages)
+    concatenation copies: at Filecoin's scale a matrix is several GiB). ``placed`` holds each
+    template's instances (template, bases, rows, input maps; rows increasing): instances sit
+    at their own rows, anywhere, so the row lengths are scattered first and summed in place
+    into the row pointers, then each instance's entries (one block, its rows being
+    consecutive) go to the pointer of its first row, a chunk of instances at a time; a chunk of
+    back-to-back instances is one slice. The last num_inputs rows are bellman's input
+    constraints ``x_i · 0 = 0``: A holds x_i there, B and C nothing, exactly what
+    :func:`with_input_constraints` appends."""
+    rows = num_rows + num_inputs
+    nnz = sum(len(b) * int(getattr(templates[t], which).ptr[-1]) for t, b, _r, _i in placed)
     extra = num_inputs if which == "A" else 0
     indptr = np.zeros(rows + 1, np.int64)
+    lens = indptr[1:]  # row lengths first, then summed in place into the row pointers
+    for t, bases, starts, _inmap in placed:
+        tmpl = templates[t]
+        n_r = tmpl.n_rows
+        m: SparseRows = getattr(tmpl, which)
+        if not n_r or not m.ptr[-1]:
+            continue
+        tl = np.diff(m.ptr)
+        for a, b in _chunks(len(bases), n_r):
+            r = starts[a:b]
+            if _consecutive(r, n_r):
+                lens[r[0] : r[0] + (b - a) * n_r].reshape(b - a, n_r)[:] = tl
+            else:
+                lens[r[:, None] + np.arange(n_r)] = tl
+    lens[num_rows:] = 1 if which == "A" else 0
+    _cumsum_inplace(lens)
     indices = np.empty(nnz + extra, np.int32)
     data = np.empty((nnz + extra, 4), np.uint64)
-    r0 = k0 = 0
-    for st in stages:
-        t = templates[st.template]
-        m: SparseRows = getattr(t, which)
-        n_r, n_k = t.n_rows * st.count, int(m.ptr[-1]) * st.count
-        lens = np.diff(m.ptr)
-        np.cumsum(np.tile(lens, st.count), out=indptr[r0 + 1 : r0 + n_r + 1])
-        indptr[r0 + 1 : r0 + n_r + 1] += k0
-        if n_k:
-            indices[k0 : k0 + n_k] = global_columns(t, st, m.slot).reshape(-1)
-            data[k0 : k0 + n_k].reshape(st.count, -1, 4)[:] = m.coef[None]
-        r0, k0 = r0 + n_r, k0 + n_k
-    ins = np.arange(1, num_inputs + 1, dtype=np.int64)
-    indptr[r0 + 1 :] = k0 + (ins if which == "A" else 0)
+    for t, bases, starts, inmap in placed:
+        tmpl = templates[t]
+        m = getattr(tmpl, which)
+        n_k = int(m.ptr[-1])
+        if not n_k:
+            continue
+        for a, b in _chunks(len(bases), n_k):
+            cols = global_columns(tmpl, bases[a:b], inmap[a:b], m.slot)
+            r = starts[a:b]
+            if _consecutive(r, tmpl.n_rows):
+                k0 = int(indptr[r[0]])
+                indices[k0 : k0 + (b - a) * n_k] = cols.reshape(-1)
+                data[k0 : k0 + (b - a) * n_k].reshape(b - a, n_k, 4)[:] = m.coef[None]
+            else:
+                dest = indptr[r][:, None] + np.arange(n_k)
+                indices[dest] = cols
+                data[dest] = m.coef[None]
     if which == "A":
-        indices[k0:] = np.arange(num_inputs, dtype=np.int32)
-        data[k0:] = ONE_MONT
+        indices[nnz:] = np.arange(num_inputs, dtype=np.int32)
+        data[nnz:] = ONE_MONT
     return CSR(indptr, indices, data)
 
 

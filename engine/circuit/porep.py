@@ -292,9 +292,8 @@ def count_porep(p: PorepParams | str) -> tuple[int, dict[str, int]]:
     p.validate()
     cb = _place(p)
     per: Counter[str] = Counter()
-    for st in cb.stages:
-        t = cb.templates[st.template]
-        per[t.name] += st.count * t.n_rows
+    for t, count in cb.instances():
+        per[t.name] += count * t.n_rows
     per["public inputs (x·0 = 0)"] = 1 + cb.num_public
     return sum(per.values()), dict(per)
 

@@ -1,8 +1,8 @@
-"""Witness generation: run every stage's witness program over its instances.
+"""Witness generation: run every stage's witness program over its instances, depth by depth.
 
 Two interpreters of the same program (template.py's opcodes):
 - :func:`witness_numba` works in the storage layout (Fr Montgomery ``uint64[num_vars, 4]``) with
-  numba, instances of one stage in parallel (prange). Bit operations only test and write 0/1;
+  numba, the instances of one depth (a wave) in parallel (prange). Bit operations only test and write 0/1;
   linear combinations skip zero wires and add the coefficient for a one wire, so the
   multiplications are spent on the general values only. Poseidon runs natively and writes
   every S-box wire.
@@ -12,6 +12,7 @@ Two interpreters of the same program (template.py's opcodes):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numba
@@ -41,7 +42,7 @@ _U1 = np.uint64(1)
 
 
 def fill_inputs(
-    shape: CircuitShape, public: list[int], free: dict[str, object], z: np.ndarray | None = None
+    shape: CircuitShape, public: list[int], free: Mapping[str, object], z: np.ndarray | None = None
 ) -> np.ndarray:
     """z with the one, the public inputs and every free region set, the rest zero: a fresh
     array, or ``z`` (uint64[num_vars, 4], e.g. a view of shared memory) overwritten."""
@@ -77,12 +78,14 @@ def fill_inputs(
 
 
 @njit(cache=True, inline="always")
-def _gidx(slot, inst, inflat, in_off, base, n_in, n_loc):
+def _gidx(slot, irow, inflat, base, n_in):
+    """Global index of ``slot`` for the instance whose inputs start at ``inflat[irow]`` and
+    whose locals start at ``base``."""
     if slot == 0:
         return 0
     if slot <= n_in:
-        return inflat[in_off + inst * n_in + slot - 1]
-    return base + inst * n_loc + slot - 1 - n_in
+        return inflat[irow + slot - 1]
+    return base + slot - 1 - n_in
 
 
 @njit(cache=True, inline="always")
@@ -110,16 +113,16 @@ def _put_bit(z, i, b):
 
 
 @njit(cache=True, inline="always")
-def _bit(z, code, inst, inflat, in_off, base, n_in, n_loc):
-    g = _gidx(code >> 1, inst, inflat, in_off, base, n_in, n_loc)
+def _bit(z, code, irow, inflat, base, n_in):
+    g = _gidx(code >> 1, irow, inflat, base, n_in)
     return _nz(z, g) != ((code & 1) == 1)
 
 
 @njit(cache=True)
-def _lin(z, args, start, n, consts, coff, inst, inflat, in_off, base, n_in, n_loc):
+def _lin(z, args, start, n, consts, coff, irow, inflat, base, n_in):
     acc = FR_ZERO
     for k in range(n):
-        g = _gidx(args[start + 2 * k], inst, inflat, in_off, base, n_in, n_loc)
+        g = _gidx(args[start + 2 * k], irow, inflat, base, n_in)
         if not _nz(z, g):
             continue
         c = fr_load(consts, coff + args[start + 2 * k + 1])
@@ -131,27 +134,27 @@ def _lin(z, args, start, n, consts, coff, inst, inflat, in_off, base, n_in, n_lo
 
 
 @njit(cache=True)
-def _poseidon(z, out, arity, args, a0, inst, inflat, in_off, base, n_in, n_loc, pool, meta):
+def _poseidon(z, out, arity, args, a0, irow, inflat, base, n_in, pool, meta):
     t = meta[arity, 0]
     s = np.empty((t, 4), np.uint64)
     s[0] = pool[meta[arity, 5]]
     for i in range(arity):
-        s[1 + i] = z[_gidx(args[a0 + i], inst, inflat, in_off, base, n_in, n_loc)]
-    w = permute(s, arity, pool, meta, z, _gidx(out, inst, inflat, in_off, base, n_in, n_loc), True)
+        s[1 + i] = z[_gidx(args[a0 + i], irow, inflat, base, n_in)]
+    w = permute(s, arity, pool, meta, z, _gidx(out, irow, inflat, base, n_in), True)
     z[w] = s[1]
 
 
-# stage table columns
-_S_BASE, _S_N_IN, _S_N_LOC, _S_IN_OFF, _S_OP0, _S_NOPS, _S_COFF = range(7)
+# stage table columns: offset of the stage's instances in the bases array, inputs, locals,
+# offset of its input map in inflat, first op, ops, first constant
+_S_BOFF, _S_N_IN, _S_N_LOC, _S_IN_OFF, _S_OP0, _S_NOPS, _S_COFF = range(7)
 
 
 @njit(cache=True)
-def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, pool, meta):
+def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, bases, pool, meta):
     """Run the witness program of one instance of one stage."""
-    base = stages[stage, _S_BASE]
+    base = bases[stages[stage, _S_BOFF] + inst]
     n_in = stages[stage, _S_N_IN]
-    n_loc = stages[stage, _S_N_LOC]
-    in_off = stages[stage, _S_IN_OFF]
+    irow = stages[stage, _S_IN_OFF] + inst * n_in
     coff = stages[stage, _S_COFF]
     op0 = stages[stage, _S_OP0]
     for k in range(op0, op0 + stages[stage, _S_NOPS]):
@@ -160,26 +163,26 @@ def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, pool, meta)
         a0 = ops[k, 2]
         na = ops[k, 3]
         if code == 2:  # XOR
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
-            x = _bit(z, args[a0], inst, inflat, in_off, base, n_in, n_loc)
-            y = _bit(z, args[a0 + 1], inst, inflat, in_off, base, n_in, n_loc)
+            g = _gidx(out, irow, inflat, base, n_in)
+            x = _bit(z, args[a0], irow, inflat, base, n_in)
+            y = _bit(z, args[a0 + 1], irow, inflat, base, n_in)
             _put_bit(z, g, x != y)
         elif code == 3:  # AND
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
-            x = _bit(z, args[a0], inst, inflat, in_off, base, n_in, n_loc)
-            y = _bit(z, args[a0 + 1], inst, inflat, in_off, base, n_in, n_loc)
+            g = _gidx(out, irow, inflat, base, n_in)
+            x = _bit(z, args[a0], irow, inflat, base, n_in)
+            y = _bit(z, args[a0 + 1], irow, inflat, base, n_in)
             _put_bit(z, g, x and y)
         elif code == 4:  # CH
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
-            if _bit(z, args[a0], inst, inflat, in_off, base, n_in, n_loc):
-                _put_bit(z, g, _bit(z, args[a0 + 1], inst, inflat, in_off, base, n_in, n_loc))
+            g = _gidx(out, irow, inflat, base, n_in)
+            if _bit(z, args[a0], irow, inflat, base, n_in):
+                _put_bit(z, g, _bit(z, args[a0 + 1], irow, inflat, base, n_in))
             else:
-                _put_bit(z, g, _bit(z, args[a0 + 2], inst, inflat, in_off, base, n_in, n_loc))
+                _put_bit(z, g, _bit(z, args[a0 + 2], irow, inflat, base, n_in))
         elif code == 5:  # MAJ
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            g = _gidx(out, irow, inflat, base, n_in)
             cnt = 0
             for j in range(3):
-                if _bit(z, args[a0 + j], inst, inflat, in_off, base, n_in, n_loc):
+                if _bit(z, args[a0 + j], irow, inflat, base, n_in):
                     cnt += 1
             _put_bit(z, g, cnt >= 2)
         elif code == 6:  # ADDW
@@ -190,75 +193,74 @@ def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, pool, meta)
             for wi in range(nw):
                 word = _U0
                 for i in range(32):
-                    if _bit(z, args[p + 32 * wi + i], inst, inflat, in_off, base, n_in, n_loc):
+                    if _bit(z, args[p + 32 * wi + i], irow, inflat, base, n_in):
                         word |= _U1 << np.uint64(i)
                 total += word
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            g = _gidx(out, irow, inflat, base, n_in)
             for i in range(nbits):
                 _put_bit(z, g + i, ((total >> np.uint64(i)) & _U1) == _U1)
         elif code == 0:  # LIN
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
-            fr_store(z, g, _lin(z, args, a0, na // 2, consts, coff, inst, inflat, in_off, base, n_in, n_loc))
+            g = _gidx(out, irow, inflat, base, n_in)
+            fr_store(z, g, _lin(z, args, a0, na // 2, consts, coff, irow, inflat, base, n_in))
         elif code == 1:  # MUL
             n1 = args[a0]
             n2 = args[a0 + 1]
             n3 = args[a0 + 2]
             p = a0 + 3
-            x = _lin(z, args, p, n1, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
-            y = _lin(z, args, p + 2 * n1, n2, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
-            w = _lin(z, args, p + 2 * (n1 + n2), n3, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            x = _lin(z, args, p, n1, consts, coff, irow, inflat, base, n_in)
+            y = _lin(z, args, p + 2 * n1, n2, consts, coff, irow, inflat, base, n_in)
+            w = _lin(z, args, p + 2 * (n1 + n2), n3, consts, coff, irow, inflat, base, n_in)
+            g = _gidx(out, irow, inflat, base, n_in)
             fr_store(z, g, fr_add(fr_mul(x, y), w))
         elif code == 7:  # UNPACK
             nbits = args[a0]
-            v = fr_from_mont(
-                _lin(z, args, a0 + 1, (na - 1) // 2, consts, coff, inst, inflat, in_off, base, n_in, n_loc)
-            )
-            g = _gidx(out, inst, inflat, in_off, base, n_in, n_loc)
+            v = fr_from_mont(_lin(z, args, a0 + 1, (na - 1) // 2, consts, coff, irow, inflat, base, n_in))
+            g = _gidx(out, irow, inflat, base, n_in)
             for i in range(nbits):
                 limb = v[i // 64]
                 _put_bit(z, g + i, ((limb >> np.uint64(i % 64)) & _U1) == _U1)
         elif code == 8:  # POSEIDON
-            _poseidon(z, out, args[a0], args, a0 + 1, inst, inflat, in_off, base, n_in, n_loc, pool, meta)
+            _poseidon(z, out, args[a0], args, a0 + 1, irow, inflat, base, n_in, pool, meta)
 
 
 @njit(cache=True, parallel=True)
-def _run_items_parallel(z, items, stages, ops, args, consts, inflat, pool, meta):
+def _run_items_parallel(z, items, stages, ops, args, consts, inflat, bases, pool, meta):
     for j in prange(items.shape[0]):
-        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, pool, meta)
+        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, bases, pool, meta)
 
 
 @njit(cache=True)
-def _run_items_serial(z, items, stages, ops, args, consts, inflat, pool, meta):
+def _run_items_serial(z, items, stages, ops, args, consts, inflat, bases, pool, meta):
     for j in range(items.shape[0]):
-        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, pool, meta)
+        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, bases, pool, meta)
 
 
 @dataclass
 class WitnessProgram:
     """All templates' programs concatenated, a stage table, and the stages' instances grouped in
-    waves: every instance of a wave depends only on earlier waves, so a wave runs in parallel."""
+    waves, one per depth: every instance of a wave depends only on earlier waves, so a wave
+    runs in parallel."""
 
     ops: np.ndarray  # int64[n_ops, 4], arg offsets made global
     args: np.ndarray
     consts: np.ndarray  # uint64[n, 4]
-    stages: np.ndarray  # int64[n_stages, 7]: base, n_in, n_loc, in_off, op0, n_ops, const_off
+    stages: np.ndarray  # int64[n_stages, 7]: bases_off, n_in, n_loc, in_off, op0, n_ops, const_off
     inflat: np.ndarray  # int64: every stage's input map, flattened
-    waves: list[np.ndarray]  # int64[n_items, 2]: (stage, instance), costliest first
+    bases: np.ndarray  # int64: every stage's instance bases, one after the other
+    waves: list[np.ndarray]  # int64[n_items, 2]: (stage, instance), costliest stages first
     costs: list[int] = field(default_factory=list)  # ops per wave
 
 
 def witness_program(shape: CircuitShape) -> WitnessProgram:
-    """Flatten the shape's templates and stages and schedule the stages in dependency waves."""
+    """Flatten the shape's templates and stages; the stages' depths are the waves."""
     cached = getattr(shape, "_witness_program", None)
     if cached is not None:
         return cached
-    t_op0, t_arg0, t_c0 = [], [], []
+    t_op0, t_c0 = [], []
     ops_l, args_l, consts_l = [], [], []
     n_op = n_arg = n_c = 0
     for t in shape.templates:
         t_op0.append(n_op)
-        t_arg0.append(n_arg)
         t_c0.append(n_c)
         o = t.ops.copy()
         o[:, 2] += n_arg
@@ -268,38 +270,42 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
         n_op += len(t.ops)
         n_arg += len(t.args)
         n_c += len(t.consts)
-    stages = np.zeros((len(shape.stages), 7), np.int64)
-    in_l = []
-    n_in_total = 0
-    ends = np.zeros(len(shape.stages), np.int64)
-    bases = np.zeros(len(shape.stages), np.int64)
-    depth = np.zeros(len(shape.stages), np.int64)
-    for s, st in enumerate(shape.stages):
-        t = shape.templates[st.template]
-        stages[s] = (st.base, t.n_in, t.n_loc, n_in_total, t_op0[st.template], len(t.ops), t_c0[st.template])
-        in_l.append(np.ascontiguousarray(st.inmap, np.int64).reshape(-1))
-        n_in_total += st.count * t.n_in
-        bases[s], ends[s] = st.base, st.base + st.count * t.n_loc
-        if st.inmap.size:
-            used = np.unique(st.inmap)
-            prod = np.searchsorted(bases[:s], used, side="right") - 1
-            ok = (prod >= 0) & (used < ends[np.maximum(prod, 0)])
-            depth[s] = 1 + (depth[prod[ok]].max() if ok.any() else 0)
-        else:
-            depth[s] = 1
-    waves, costs = [], []
-    for d in sorted(set(depth.tolist())):
-        members = [s for s in range(len(shape.stages)) if depth[s] == d]
-        members.sort(key=lambda s: -stages[s, 5])  # costliest programs first
-        items = [(s, i) for s in members for i in range(shape.stages[s].count)]
-        waves.append(np.array(items, np.int64).reshape(-1, 2))
-        costs.append(int(sum(stages[s, 5] * shape.stages[s].count for s in members)))
+    n_st = len(shape.stages)
+    tmpl = np.fromiter((st.template for st in shape.stages), np.int64, n_st)
+    count = np.fromiter((st.count for st in shape.stages), np.int64, n_st)
+    depth = np.fromiter((st.depth for st in shape.stages), np.int64, n_st)
+    n_in = np.array([t.n_in for t in shape.templates], np.int64)[tmpl]
+    n_ops = np.array([len(t.ops) for t in shape.templates], np.int64)[tmpl]
+    stages = np.zeros((n_st, 7), np.int64)
+    stages[:, _S_BOFF] = np.cumsum(count) - count
+    stages[:, _S_N_IN] = n_in
+    stages[:, _S_N_LOC] = np.array([t.n_loc for t in shape.templates], np.int64)[tmpl]
+    stages[:, _S_IN_OFF] = np.cumsum(count * n_in) - count * n_in
+    stages[:, _S_OP0] = np.array(t_op0, np.int64)[tmpl]
+    stages[:, _S_NOPS] = n_ops
+    stages[:, _S_COFF] = np.array(t_c0, np.int64)[tmpl]
+    in_l = [np.ascontiguousarray(st.inmap, np.int64).reshape(-1) for st in shape.stages]
+    base_l = [np.asarray(st.bases, np.int64) for st in shape.stages]
+    # one wave per depth, the costliest programs first in each: (stage, instance) items
+    waves: list[np.ndarray] = []
+    costs: list[int] = []
+    if n_st:
+        order = np.lexsort((-n_ops, depth))
+        c_o = count[order]
+        start = np.cumsum(c_o) - c_o
+        items = np.empty((int(c_o.sum()), 2), np.int64)
+        items[:, 0] = np.repeat(order, c_o)
+        items[:, 1] = np.arange(len(items), dtype=np.int64) - np.repeat(start, c_o)
+        first = np.concatenate([[0], np.flatnonzero(np.diff(depth[order])) + 1])
+        waves = np.split(items, start[first[1:]])
+        costs = np.add.reduceat(n_ops[order] * c_o, first).tolist()
     prog = WitnessProgram(
         ops=np.concatenate(ops_l) if ops_l else np.zeros((0, 4), np.int64),
         args=np.concatenate(args_l) if args_l else np.zeros(0, np.int64),
         consts=np.ascontiguousarray(np.concatenate(consts_l) if consts_l else np.zeros((0, 4), np.uint64)),
         stages=stages,
         inflat=np.concatenate(in_l) if in_l else np.zeros(0, np.int64),
+        bases=np.concatenate(base_l) if base_l else np.zeros(0, np.int64),
         waves=waves,
         costs=costs,
     )
@@ -317,7 +323,7 @@ def witness_numba(shape: CircuitShape, z: np.ndarray, parallel: bool | None = No
     pool, meta = poseidon_tables()
     prog = witness_program(shape)
     for items, cost in zip(prog.waves, prog.costs):
-        args = (z, items, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, pool, meta)
+        args = (z, items, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, prog.bases, pool, meta)
         wide = cost >= PARALLEL_MIN_OPS if parallel is None else parallel
         if len(items) > 1 and wide and numba.get_num_threads() > 1:
             old = numba.get_parallel_chunksize()
@@ -341,13 +347,14 @@ def _py_stage(zi: list[int], t: Template, st: Stage) -> None:
     r = R_MOD
     for inst in range(st.count):
         inrow = st.inmap[inst].tolist()
+        base = int(st.bases[inst])
 
         def g(slot: int) -> int:
             if slot == 0:
                 return 0
             if slot <= t.n_in:
                 return inrow[slot - 1]
-            return st.base + inst * t.n_loc + slot - 1 - t.n_in
+            return base + slot - 1 - t.n_in
 
         def bit(code: int) -> int:
             return int(zi[g(code >> 1)] != 0) ^ (code & 1)
@@ -392,10 +399,10 @@ def _py_stage(zi: list[int], t: Template, st: Stage) -> None:
                 raise ValueError(f"unknown witness opcode {code}")
 
 
-def witness_python(shape: CircuitShape, public: list[int], free: dict[str, object]) -> list[int]:
+def witness_python(shape: CircuitShape, public: list[int], free: Mapping[str, object]) -> list[int]:
     """The full witness as Python ints (canonical), computed without numba or Montgomery."""
     z = fill_inputs(shape, public, free)
     zi = from_mont_fr(z)
-    for st in shape.stages:
+    for st in sorted(shape.stages, key=lambda st: st.depth):  # producers before consumers
         _py_stage(zi, shape.templates[st.template], st)
     return zi
