@@ -119,7 +119,7 @@ def test_insert_rows_are_insertion_rs() -> None:
     assert _row(shape, 6) == ({p0_xx0: 1, b: NEG}, {b2: 1}, {p0_xx0: 1, outs[0]: NEG})
     # the general select for 16, position 0's first pick: pick(b3, choices[8], choices[0]) = (y0, x)
     shape, x, bits, ys, outs = _insert_circuit(16)
-    first = shape.stages[-1].base
+    first = int(next(st for st in shape.stages if shape.templates[st.template].name == "insert").bases[0])
     assert _row(shape, 4) == ({x: 1, ys[0]: NEG}, {bits[3]: 1}, {x: 1, first: NEG})
 
 
@@ -218,9 +218,10 @@ def test_por_witness_programs_agree_and_rows_are_bellpersons() -> None:
     bit_vars = [v for v, src in zip(circuit.regions[PRIVATE].tolist(), s.sources, strict=True) if src[4:5] == ("bit",)]
     assert len(bit_vars) == 4
     assert _row(circuit, n - 2) == ({v: 1 << i for i, v in enumerate(bit_vars)}, {ONE: 1}, {1: 1})
-    last_hash = next(st for st in reversed(circuit.stages) if circuit.templates[st.template].name == "poseidon")
-    t = circuit.templates[last_hash.template]
-    computed = last_hash.base + t.outputs[0] - 1 - t.n_in  # the path's computed root
+    hashes = [st for st in circuit.stages if circuit.templates[st.template].name == "poseidon"]
+    _, last_base, tid = max((int(r), int(b), st.template) for st in hashes for r, b in zip(st.rows, st.bases))
+    t = circuit.templates[tid]
+    computed = last_base + t.outputs[0] - 1 - t.n_in  # the path's computed root (the last hash)
     root = int(circuit.regions[PRIVATE][0])
     assert _row(circuit, n - 1) == ({computed: 1}, {ONE: 1}, {root: 1})
     assert from_mont_fr(z[[computed, root]]) == [_int(tree.root)] * 2

@@ -236,7 +236,8 @@ def test_rows_are_circuit_rs(arity: int) -> None:
     c = neptune_constants(arity)
     t, half, rp, k = c.t, c.full_rounds // 2, c.partial_rounds, c.compressed
     one = 0
-    base = shape.stages[0].base  # the template's first variable; its rows start at row 0
+    # the template's first variable (its one instance's); its rows start at row 0
+    base = int(next(st for st in shape.stages if shape.templates[st.template].name == "poseidon").bases[0])
     assert base == ins[-1] + 1
 
     def full(r: int, e: int, w: int) -> int:  # wire w (0 input, 1 l^2, 2 l^4, 3 l^5) of a full round >= 1

@@ -405,16 +405,15 @@ def _label_inputs(b: Build, n_parents: int):
 
 
 def _rows_since(s: Synth, n0: int) -> int:
-    """Rows the gadget calls placed since stage ``n0``."""
-    b = s.builder
-    return sum(st.count * b.templates[st.template].n_rows for st in b.stages[n0:])
+    """Rows the gadget calls placed since the builder's row ``n0``."""
+    return s.builder.next_row - n0
 
 
 def _check_label(layer: int) -> None:
     n_parents = BASE_DEGREE if layer == 1 else BASE_DEGREE + EXP_DEGREE
     b = Build("label")
     (r_bits, ch_bits, parents), (r_ref, ch_ref, p_ref), (rid, node, vals) = _label_inputs(b, n_parents)
-    n0 = len(b.s.builder.stages)
+    n0 = b.s.builder.next_row
     out = create_label(b.s, r_bits, expand_parents(parents, layer), layer, ch_bits)
     rows = _rows_since(b.s, n0)
     expanded = [p_ref[i % n_parents] for i in range(37)]
@@ -523,7 +522,7 @@ def test_label_counts_every_layer(layers: int) -> None:
         if layer > 1:
             parents += [reverse_bit_numbering(num.to_bits_le(s, c[layer - 2]))
                         for c in cols[BASE_DEGREE:]]
-        n0 = len(b.stages)
+        n0 = b.next_row
         v0 = b.next_var
         create_label(s, rid_bits, expand_parents(parents, layer), layer, ch_bits)
         rows = _rows_since(s, n0)
