@@ -1,10 +1,16 @@
 """JSON as the engine's own files are read: a repeated key or a NaN/Infinity constant is an error,
-not a silent last-one-wins, and every problem is one line (the C1 file, the verifier's statement)."""
+not a silent last-one-wins, and every problem is one line naming the file (the C1 file, the
+verifier's statement)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def strict_loads(text: str | bytes, error: type[ValueError]) -> Any:
@@ -30,3 +36,34 @@ def strict_loads(text: str | bytes, error: type[ValueError]) -> Any:
         raise error(f"not JSON: {why} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise error("not JSON: nested too deeply") from None
+
+
+def read_strict(path: str | os.PathLike, what: str, noun: str, limit: int,
+                parse: Callable[[str], T], error: type[ValueError]) -> T:
+    """``parse`` of the UTF-8 text of the file at ``path`` (``what``: "C1 file"), at most
+    ``limit`` bytes (larger is no ``noun``); ``error``, one line naming the file, for a file
+    that cannot be read or parsed."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise error(f"{what} {p}: is a directory")
+        size = p.stat().st_size
+        if size > limit:
+            raise error(f"{what} {p}: {size} bytes is larger than any {noun}")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{what} {p}: no such file") from None
+    except PermissionError:
+        raise error(f"{what} {p}: permission denied") from None
+    except OSError as exc:
+        raise error(f"{what} {p}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {p}: not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise error(f"{what} {p}: empty")
+    try:
+        return parse(text)
+    except error as exc:
+        raise error(f"{what} {p}: {exc}") from None

@@ -42,7 +42,7 @@ from engine.seal.graph import node_parents
 from engine.seal.labels import replica_id as generate_replica_id
 from engine.seal.registry import SEAL_PROOFS, SealProof
 from engine.seal.vanilla import C1Output
-from engine.strictjson import strict_loads
+from engine.strictjson import read_strict, strict_loads
 from kernels.constants import R_MOD
 
 FR_CAPACITY = 254
@@ -273,27 +273,5 @@ def loads_statement(text: str) -> Statement:
 
 def read_statement(path: str | os.PathLike) -> Statement:
     """Read a statement file; StatementError naming the file and what is wrong with it."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise StatementError(f"statement file {p}: is a directory")
-        size = p.stat().st_size
-        if size > MAX_STATEMENT_BYTES:
-            raise StatementError(f"statement file {p}: {size} bytes is larger than any statement")
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise StatementError(f"statement file {p}: no such file") from None
-    except PermissionError:
-        raise StatementError(f"statement file {p}: permission denied") from None
-    except OSError as exc:
-        raise StatementError(f"statement file {p}: cannot read it ({exc.strerror or exc})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise StatementError(f"statement file {p}: not UTF-8 text (byte {exc.start})") from None
-    if not text.strip():
-        raise StatementError(f"statement file {p}: empty")
-    try:
-        return loads_statement(text)
-    except StatementError as exc:
-        raise StatementError(f"statement file {p}: {exc}") from None
+    return read_strict(path, "statement file", "statement", MAX_STATEMENT_BYTES, loads_statement,
+                       StatementError)

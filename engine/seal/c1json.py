@@ -15,7 +15,6 @@ import json
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.atomic import atomic_write
@@ -34,7 +33,7 @@ from engine.seal.vanilla import (
     ReplicaColumnProof,
     VanillaProof,
 )
-from engine.strictjson import strict_loads
+from engine.strictjson import read_strict, strict_loads
 
 MAX_C1_BYTES = 1 << 30
 """The largest C1 file read (a 64 GiB sector's is well under 100 MB)."""
@@ -284,25 +283,4 @@ def loads(text: str | bytes) -> C1Output:
 
 def read_c1(path: str | os.PathLike) -> C1Output:
     """Read a C1 file; C1FormatError naming the file and what is wrong with it."""
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_C1_BYTES:
-            raise C1FormatError(f"C1 file {p}: {size} bytes is larger than any C1 output")
-        raw = p.read_bytes()
-    except IsADirectoryError:
-        raise C1FormatError(f"C1 file {p}: is a directory") from None
-    except FileNotFoundError:
-        raise C1FormatError(f"C1 file {p}: no such file") from None
-    except PermissionError:
-        raise C1FormatError(f"C1 file {p}: permission denied") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise C1FormatError(f"C1 file {p}: not UTF-8 text (byte {exc.start})") from None
-    if not text.strip():
-        raise C1FormatError(f"C1 file {p}: empty")
-    try:
-        return loads(text)
-    except C1FormatError as exc:
-        raise C1FormatError(f"C1 file {p}: {exc}") from None
+    return read_strict(path, "C1 file", "C1 output", MAX_C1_BYTES, loads, C1FormatError)
