@@ -1,6 +1,6 @@
-"""The MSM's signed-digit recoding (msm_core.cuh: signed_digit, the one rule the histogram, the
-scatter and the per-window passes share), built for the host from the CUDA header and checked
-against Python integers: the digits sum back to the scalar, every magnitude fits a window's
+"""The signed-digit recoding (msm/digits.cuh: signed_digit, the one rule that the MSM's
+histogram, scatter and per-window passes and the fixed-base table share), built for the host
+and checked against Python integers: the digits sum back to the scalar, every magnitude fits a window's
 2^(c-1) buckets, and the per-window path (window_digit) gives the same digits as the loop.
 No GPU needed."""
 
@@ -8,38 +8,19 @@ from __future__ import annotations
 
 import ctypes
 import random
-import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kernels.constants import R_MOD
+from kernels.cuda.source import assemble
 
 CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
-HEADER = Path(__file__).resolve().parent.parent / "kernels/cuda/msm/msm_core.cuh"
-
-
-def _function(src: str, name: str) -> str:
-    """One device function's whole definition, cut from the header by brace matching."""
-    m = re.search(r"__device__ __forceinline__ \w+ " + name + r"\(", src)
-    assert m, f"{name} not found in msm_core.cuh"
-    depth, i = 0, src.index("{", m.end())
-    for j in range(i, len(src)):
-        depth += {"{": 1, "}": -1}.get(src[j], 0)
-        if depth == 0:
-            return src[m.start(): j + 1]
-    raise AssertionError(f"{name}: unbalanced braces")
-
-
 HARNESS = """
-#include <cstdint>
-#define __device__
-#define __forceinline__ inline
-{functions}
+{header}
 extern "C" void recode(const uint32_t* s, int c, int nwin, uint32_t* mag, uint32_t* neg,
                        uint32_t* magw, uint32_t* negw) {{
     uint32_t carry = 0;
@@ -53,10 +34,8 @@ extern "C" void recode(const uint32_t* s, int c, int nwin, uint32_t* mag, uint32
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    src_text = HEADER.read_text()
-    functions = "\n".join(_function(src_text, n) for n in ("scalar_bits", "signed_digit", "window_digit"))
     d = tmp_path_factory.mktemp("cuda_digits")
-    (d / "digits.cpp").write_text(HARNESS.format(functions=functions))
+    (d / "digits.cpp").write_text(HARNESS.format(header=assemble("msm/digits.cuh")))
     subprocess.run([CXX, "-O1", "-shared", "-fPIC", "-o", str(d / "digits.so"), str(d / "digits.cpp")], check=True)
     return ctypes.CDLL(str(d / "digits.so"))
 

@@ -163,6 +163,30 @@ def test_fixed_base_matches_arkworks(group: str) -> None:
     assert np.array_equal(got, T.ark_fixed_base(group, base, sc))
 
 
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_fixed_base_in_chunks_and_threads(group: str) -> None:
+    """The launch split the key sections take (points a thread sharing an inversion, points a
+    launch) does not change a point: odd counts, several launches, one point a thread."""
+    import cupy as cp
+    import py_arkworks_bls12381 as ark
+
+    from kernels.cuda.msm import FixedBase
+
+    rng = random.Random()
+    G = ark.G1Point if group == "g1" else ark.G2Point
+    base = G() * ark.Scalar(rng.randrange(1, R_MOD))
+    sc = T.random_scalars(301, rng)
+    sc[:3] = [0, R_MOD - 1, 0]
+    want = T.ark_fixed_base(group, base, sc)
+    fb = FixedBase(group, cp.asarray(T.ark_to_words(group, [base])[0]))
+    scalars = cp.asarray(T.fr_words(sc))
+    for per_thread, chunk in ((32, 1 << 23), (7, 100), (1, 301), (300, 64)):
+        got = fb.mul(scalars, per_thread=per_thread, chunk=chunk).get()
+        assert np.array_equal(got, want), (per_thread, chunk)
+    sc[7] = (sc[7] + 1) % R_MOD  # a different scalar, a different point
+    assert not np.array_equal(fb.mul(cp.asarray(T.fr_words(sc))).get()[7], want[7])
+
+
 def test_msm_matches_cpu_backend() -> None:
     from kernels.cpu.backend import CpuBackend
     rng = random.Random()

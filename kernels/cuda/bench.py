@@ -129,6 +129,24 @@ def bench_ntt(kernel: str, log_n: int, repeat: int) -> dict[str, Any]:
     return _row(kernel, log_n, runs)
 
 
+def bench_fixed(group: str, log_n: int, repeat: int) -> dict[str, Any]:
+    """The fixed-base multiplication of 2^log_n random scalars by the generator (key sections);
+    the table's making timed once, beside."""
+    from kernels.cuda.msm import FixedBase
+
+    cp = _cp()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    fb = FixedBase(group, generator_words(group))
+    end.record()
+    end.synchronize()
+    table_ms = cp.cuda.get_elapsed_time(start, end)
+    sc = random_fr_device(1 << log_n)
+    out = cp.empty((1 << log_n, fb.table.shape[1]), dtype=cp.uint64)
+    runs = time_device(lambda: fb.mul(sc, out), repeat)
+    return _row(f"fixed_{group}", log_n, runs, {"table_ms": round(table_ms, 3), "window": fb.c})
+
+
 def device_bench(
     what: Iterable[str] | None = None,
     sizes: Mapping[str, Sequence[int]] | None = None,
@@ -152,6 +170,10 @@ def device_bench(
                 say(f"  {TITLES[k]} 2^{lg} ...")
                 rows.append(bench_msm(group, lg, repeat, points=pts))
             del pts
+        elif k.startswith("fixed_"):
+            for lg in logs:
+                say(f"  fixed-base {k[-2:].upper()} 2^{lg} ...")
+                rows.append(bench_fixed(k[-2:], lg, repeat))
         else:
             for lg in logs:
                 say(f"  {TITLES.get(k, k)} 2^{lg} ...")

@@ -13,34 +13,15 @@
 //                    sum plus lo * S for the slice's offset lo;
 //   *_reduce         sums consecutive runs of XYZZ points (slices -> windows, ones partials);
 //   *_finish         Horner over the windows (c doublings each), plus the ones sum, to affine.
-// Signed digits (signed_digit): d = bits + carry; if d > 2^(c-1) then d -= 2^c and carry 1. With
-// nwin = ceil(256 / c) windows no carry is left over, and a digit's magnitude is at most 2^(c-1),
-// so a window has 2^(c-1) buckets (bucket |d| - 1).
+// Digits are signed (digits.cuh): a window has 2^(c-1) buckets, bucket |d| - 1.
 #pragma once
 #include "../ec/xyzz.cuh"
-
-__device__ __forceinline__ uint32_t scalar_bits(const uint32_t s[8], int off, int c) {
-    int limb = off >> 5, sh = off & 31;
-    if (limb >= 8) return 0;
-    uint32_t v = s[limb] >> sh;
-    if (sh + c > 32 && limb + 1 < 8) v |= s[limb + 1] << (32 - sh);
-    return v & ((1u << c) - 1);
-}
+#include "digits.cuh"
 
 __device__ __forceinline__ void load_scalar(const uint32_t* canon, uint64_t p, uint32_t s[8]) {
     const uint4* q = reinterpret_cast<const uint4*>(canon + p * 8);
     uint4 a = q[0], b = q[1];
     s[0] = a.x; s[1] = a.y; s[2] = a.z; s[3] = a.w; s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
-}
-
-// The signed-digit rule, once: window bits plus the carry in give the digit's magnitude, its sign
-// and the carry out. The histogram, the scatter and the per-window passes all recode through it,
-// so a bucket counted is the bucket filled.
-__device__ __forceinline__ uint32_t signed_digit(uint32_t bits, int c, uint32_t* carry, uint32_t* neg) {
-    const uint32_t half = 1u << (c - 1), full = 1u << c;
-    const uint32_t raw = bits + *carry;
-    *neg = *carry = raw > half;
-    return *neg ? full - raw : raw;
 }
 
 #ifdef MSM_GENERIC_KERNELS
@@ -91,12 +72,6 @@ __global__ void msm_scatter(const uint32_t* canon, const uint32_t* idx, uint32_t
 // time then share one window's counters (2^(c-1) words, L2-resident even at c = 20), at the cost
 // of reading each scalar once per window. The carry into window w is recomputed from the lower
 // windows' bits, exactly as the loops above produce it.
-__device__ __forceinline__ uint32_t window_digit(const uint32_t s[8], int c, int w, uint32_t* neg) {
-    uint32_t carry = 0;
-    for (int i = 0; i < w; i++) signed_digit(scalar_bits(s, i * c, c), c, &carry, neg);
-    return signed_digit(scalar_bits(s, w * c, c), c, &carry, neg);
-}
-
 __global__ void msm_histogram_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, uint32_t* count) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= m) return;
@@ -255,41 +230,6 @@ __device__ __forceinline__ void finish(const uint32_t* win, int nwin, int c, con
     acc.to_affine().store(out);
 }
 
-// Fixed base, setup: table[w][d - 1] = (d << (c w)) * base for d in [1, 2^c).
-template <class F>
-__device__ __forceinline__ void fixed_table(const uint32_t* base, int c, int nwin, uint32_t* table) {
-    typedef Affine<F> A;
-    typedef Xyzz<F> X;
-    uint32_t per = (1u << c) - 1;
-    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= per * (uint32_t)nwin) return;
-    uint32_t w = t / per, d = t % per + 1;
-    A g = A::load(base);
-    X acc = X::infinity();
-    for (int bit = c - 1; bit >= 0; bit--) {
-        acc = acc.dbl();
-        if ((d >> bit) & 1) acc.add(g);
-    }
-    for (int k = 0; k < c * (int)w; k++) acc = acc.dbl();
-    acc.to_affine().store(table + (uint64_t)t * A::WORDS);
-}
-
-template <class F>
-__device__ __forceinline__ void fixed_mul(const uint32_t* table, int c, int nwin, const uint32_t* scalars, uint64_t n, uint32_t* out) {
-    typedef Affine<F> A;
-    typedef Xyzz<F> X;
-    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Fr s = Fr::load(scalars + i * 8).from_mont();
-    uint32_t per = (1u << c) - 1;
-    X acc = X::infinity();
-    for (int w = 0; w < nwin; w++) {
-        uint32_t d = scalar_bits(s.v, w * c, c);
-        if (d) acc.add(A::load(table + ((uint64_t)w * per + d - 1) * A::WORDS));
-    }
-    acc.to_affine().store(out + i * A::WORDS);
-}
-
 // The bucket accumulation is the hot loop: cap its registers (168) so that 3 blocks of 128 threads
 // fit on an SM (G1; G2 sets MSM_ACC_BOUNDS empty). Measured on the H200 with the even/odd field
 // multiplication: 4 blocks (128 registers, spilling) 152.5 ms at 2^24, 3 blocks 147.3 ms,
@@ -320,10 +260,4 @@ __device__ __forceinline__ void fixed_mul(const uint32_t* table, int c, int nwin
     }                                                                                                                        \
     extern "C" __global__ void G##_finish(const uint32_t* win, int nwin, int c, const uint32_t* extra, uint32_t* out) {     \
         finish<F>(win, nwin, c, extra, out);                                                                                 \
-    }                                                                                                                        \
-    extern "C" __global__ void G##_fixed_table(const uint32_t* base, int c, int nwin, uint32_t* table) {                    \
-        fixed_table<F>(base, c, nwin, table);                                                                                \
-    }                                                                                                                        \
-    extern "C" __global__ void G##_fixed_mul(const uint32_t* table, int c, int nwin, const uint32_t* scalars, uint64_t n,    \
-                                             uint32_t* out) { fixed_mul<F>(table, c, nwin, scalars, n, out); }
-
+    }

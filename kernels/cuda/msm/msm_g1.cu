@@ -8,6 +8,8 @@
 #endif
 #include "msm_core.cuh"
 #include "batch_affine.cuh"
+#include "fixed_base.cuh"
 
 MSM_GROUP_KERNELS(g1, Fp)
 MSM_BATCH_KERNEL(g1, Fp)
+FIXED_BASE_KERNELS(g1, Fp)

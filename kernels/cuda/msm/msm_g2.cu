@@ -6,6 +6,8 @@
 #define MSM_BATCH_BOUNDS __launch_bounds__(MSM_BATCH_THREADS, 1)
 #include "msm_core.cuh"
 #include "batch_affine.cuh"
+#include "fixed_base.cuh"
 
 MSM_GROUP_KERNELS(g2, Fp2)
 MSM_BATCH_KERNEL(g2, Fp2)
+FIXED_BASE_KERNELS(g2, Fp2)

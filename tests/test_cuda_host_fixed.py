@@ -1,0 +1,92 @@
+"""The fixed-base multiplication of msm/fixed_base.cuh (signed-digit table, K points a thread
+sharing one inversion), built for the host and run thread by thread, against py_arkworks_bls12381.
+No GPU needed; small windows keep the host table quick, the code is the same for any c."""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import shutil
+import subprocess
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernels.constants import R_MOD
+from kernels.cuda import testing as T
+from kernels.cuda.source import assemble
+
+CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+WORDS = {"g1": 12, "g2": 24}  # uint64 words of an affine point
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    d = tmp_path_factory.mktemp("cuda_host_fixed")
+    (d / "fixed.cpp").write_text(assemble("msm/host_fixed.cpp"))
+    subprocess.run([CXX, "-O2", "-DSEALTOP_PTX_FF=1", "-shared", "-fPIC", "-o", str(d / "fixed.so"), str(d / "fixed.cpp")],
+                   check=True)
+    return ctypes.CDLL(str(d / "fixed.so"))
+
+
+def _p(a: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def fixed_mul(lib: ctypes.CDLL, group: str, base: np.ndarray, scalars: list[int], c: int, threads: int, k: int) -> np.ndarray:
+    """scalars[i] * base through the header's table and threads (threads x k must cover them)."""
+    aw = WORDS[group]
+    nwin = -(-256 // c)
+    table = np.zeros((nwin << (c - 1), aw), np.uint64)
+    getattr(lib, f"{group}_table")(_p(np.ascontiguousarray(base, np.uint64)), ctypes.c_int(c), ctypes.c_int(nwin), _p(table))
+    s = T.fr_words(scalars)
+    n = len(scalars)
+    out = np.full((n, aw), 0xDEADBEEF, np.uint64)
+    scratch = np.zeros(max(1, 3 * n * aw // 2), np.uint64)
+    getattr(lib, f"{group}_mul")(_p(table), ctypes.c_int(c), ctypes.c_int(nwin), _p(s), ctypes.c_uint64(n),
+                                 ctypes.c_uint64(threads), ctypes.c_uint32(k), _p(out), _p(scratch))
+    return out
+
+
+def _base(group: str, rng: random.Random) -> Any:
+    import py_arkworks_bls12381 as ark
+
+    G = ark.G1Point if group == "g1" else ark.G2Point
+    return G() * ark.Scalar(rng.randrange(1, R_MOD))
+
+
+@pytest.mark.parametrize("group,n,c,threads,k", [
+    ("g1", 67, 6, 5, 14),    # 5 threads x 14 points: the last thread's run ends early
+    ("g1", 40, 5, 40, 1),    # one point a thread: the inversion of a single ZZZ
+    ("g1", 33, 8, 4, 9),
+    ("g2", 21, 7, 3, 8),
+])
+def test_fixed_base_matches_arkworks(lib: ctypes.CDLL, group: str, n: int, c: int, threads: int, k: int) -> None:
+    rng = random.Random()
+    base = _base(group, rng)
+    sc = [rng.randrange(R_MOD) for _ in range(n)]
+    # 0 (infinity among the batch), 1, r - 1 (every digit negative-carrying), 2^(c-1) and
+    # 2^(c-1) + 1 (the signed digit's turning point), a repeated scalar
+    sc[:7] = [0, 1, R_MOD - 1, 1 << (c - 1), (1 << (c - 1)) + 1, sc[9], 0]
+    rng.shuffle(sc)
+    got = fixed_mul(lib, group, T.ark_to_words(group, [base])[0], sc, c, threads, k)
+    assert np.array_equal(got, T.ark_fixed_base(group, base, sc))
+
+
+def test_infinite_base_gives_infinity(lib: ctypes.CDLL) -> None:
+    got = fixed_mul(lib, "g1", np.zeros(12, np.uint64), [5, 0, R_MOD - 1], 6, 2, 2)
+    assert not got.any()
+
+
+def test_a_wrong_scalar_is_caught(lib: ctypes.CDLL) -> None:
+    rng = random.Random()
+    base = _base("g1", rng)
+    sc = [rng.randrange(1, R_MOD) for _ in range(12)]
+    got = fixed_mul(lib, "g1", T.ark_to_words("g1", [base])[0], sc, 6, 3, 4)
+    other = list(sc)
+    other[4] = (other[4] + 1) % R_MOD
+    want = T.ark_fixed_base("g1", base, other)
+    assert not np.array_equal(got[4], want[4])
+    assert np.array_equal(np.delete(got, 4, axis=0), np.delete(want, 4, axis=0))
