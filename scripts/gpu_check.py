@@ -222,7 +222,7 @@ def main() -> int:
                     save()
                 del pts
                 cp.get_default_memory_pool().free_all_blocks()
-            order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2") if k in sizes]
+            order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2", "fixed_g1", "fixed_g2") if k in sizes]
             for k in order:
                 got = device_bench([k], {k: sizes[k]}, args.repeat, log=log)
                 for r in got:

@@ -82,7 +82,9 @@ def test_engine_prover_generates_its_key_on_the_device_and_again_after_a_death(t
 
     from engine.config import EngineConfig
     from engine.pipeline.engine import Engine, Job
+    from engine.warmup import ensure_warm
 
+    ensure_warm()  # the engine's first-run compile makes a small key on disk: before the patch
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(1 << 20, 1 << 20, 0))
     lines: list[str] = []
