@@ -8,6 +8,7 @@ its GPU (tests/test_abc_eval_gpu.py)."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 
 from engine_events import drain
@@ -37,6 +38,10 @@ def test_engine_proves_with_abc_evaluated_by_the_prover(tmp_path) -> None:
         eng.stop(drain=True)
     evs = drain(q)
     assert any('abc_eval = "gpu" on the cpu backend' in line and "on the CPU" in line for line in lines)
+    # the prover's key load says what the compact matrices took (KeyProgress lines)
+    assert any(re.search(r": compact matrices: \d+ nonzeros, \d+ coefficients, .* \(\d+\.\d\d s\)$", line)
+               for line in lines), lines
+    assert any(re.search(r": compact matrices resident in cpu memory \(\d+\.\d\d s\)$", line) for line in lines)
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == len(jobs) and all(e["verified"] for e in done)
     presets = {e["job"]: e["preset"] for e in evs if e["kind"] == "job_submitted"}

@@ -8,6 +8,7 @@ disk with room keeps the key file; and the prover's make_device_key on the cpu b
 from __future__ import annotations
 
 import random
+import re
 import secrets
 import shutil
 from collections import namedtuple
@@ -135,7 +136,13 @@ def test_make_device_key_proves_like_the_key_file(tmp_path: Path) -> None:
     source = proving.device_source(circuit, str(tmp_path / "circuits"))
     lines: list[str] = []
     key, vk = proving.make_device_key(source, cpu, progress=lines.append)
-    assert key.device_made and vk == vk_file and INSECURE_LABEL in lines[0]
+    assert key.device_made and vk == vk_file
+    # one line per step of the load, each with its seconds, the setup's own lines between
+    steps = ("circuit chain-64: ", "circuit digest ", INSECURE_LABEL, "R1CS checked: ",
+             "resident tables: 5 sections", "verifying key: 2 inputs")
+    at = [next(i for i, line in enumerate(lines) if line.startswith(step)) for step in steps]
+    assert at == sorted(at) and at[:4] == [0, 1, 2, 3] and at[-1] == len(lines) - 1
+    assert all(re.search(r"\(\d+\.\d\d s\)$", lines[i]) for i in at if i != 2), lines
     filed = proving.load_key(str(path), cpu)
     for name in ("a", "b_g1", "b_g2", "l", "h"):
         got, want = key.tables[name], filed.tables[name]

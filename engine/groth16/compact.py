@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from engine.groth16 import sidecar
 from engine.groth16.r1cs import CSR, R1CS, ThreeMatrices
 from kernels.cpu.convert import to_mont_fr
 from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_load, fr_mul, fr_store, fr_sub
@@ -170,7 +171,8 @@ def resident_bytes_bound(r: R1CS) -> int:
 
 
 def compact_r1cs(r: R1CS) -> CompactR1CS:
-    """The compact form of ``r`` (once per circuit); CompactError if it does not fit."""
+    """The compact form of ``r``; CompactError if it does not fit. The coefficient table and
+    indices are read from the circuit's cache entry when made there before."""
     r.check()
     if r.num_vars >= 1 << 31:
         raise CompactError(f"the circuit has {r.num_vars} variables, int32 columns hold fewer than 2^31")
@@ -178,7 +180,21 @@ def compact_r1cs(r: R1CS) -> CompactR1CS:
     for name, m in zip("ABC", mats):
         if m.nnz >= 1 << 32:
             raise CompactError(f"matrix {name} has {m.nnz} nonzeros, uint32 row pointers hold fewer than 2^32")
-    table, idx = _coef_table(mats)
+    names = ["compact_coefs", "A_cidx", "B_cidx", "C_cidx"]
+
+    def valid(got: list[np.ndarray]) -> bool:
+        t = got[0]
+        return (t.dtype == np.uint64 and t.ndim == 2 and t.shape[1] == 4 and 2 <= len(t) <= MAX_COEFS
+                and np.array_equal(t[COEF_ONE], ONE_MONT) and np.array_equal(t[COEF_NEG_ONE], NEG_ONE_MONT)
+                and all(ix.dtype == np.uint16 and ix.shape == (m.nnz,) for ix, m in zip(got[1:], mats)))
+
+    def make() -> list[np.ndarray]:
+        table, parts = _coef_table(mats)
+        return [table, *parts]
+
+    # kept in the circuit's cache entry (engine/groth16/sidecar.py): one serial pass over every
+    # coefficient per circuit, not per prover process
+    table, *idx = sidecar.kept(sidecar.entry_of(r.A), names, make, valid)
     out = [
         CompactMatrix(
             np.ascontiguousarray(m.indptr, np.uint32),

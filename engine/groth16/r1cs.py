@@ -82,13 +82,20 @@ class R1CS(ThreeMatrices):
         return self.num_inputs + self.num_aux
 
     def check(self) -> None:
-        """Raise ValueError with one clear line if the shapes are inconsistent."""
+        """Raise ValueError with one clear line if the shapes are inconsistent.
+
+        Passing once is kept, as the digest is (the matrices are never changed after
+        construction): setup and the compact form both check, and at porep-32g one check reads
+        the 722 M column indices."""
+        if self.__dict__.get("_checked"):
+            return
         if self.num_inputs < 1:
             raise ValueError("R1CS must have at least the constant-one input")
         for name, m in (("A", self.A), ("B", self.B), ("C", self.C)):
             m.check(self.num_vars, name)
             if m.rows != self.A.rows:
                 raise ValueError(f"R1CS matrix {name} has {m.rows} rows, A has {self.A.rows}")
+        self.__dict__["_checked"] = True
 
     def digest(self) -> bytes:
         """SHA-256 over the shape and the three matrices: identifies the circuit in key files.

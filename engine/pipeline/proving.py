@@ -28,6 +28,7 @@ workers stay about scheduling:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -410,8 +411,9 @@ def make_device_key(
     progress: Callable[[str], None] | None = None,
 ) -> tuple[LoadedKey, Any]:
     """(loaded key, verifying key) of a device source: the circuit from the cache, the key made
-    by device_setup straight into the backend's memory (progress: one line per phase) and its
-    queries made resident. Sections the MSMs read compacted (rows of points at infinity left
+    by device_setup straight into the backend's memory and its queries made resident (progress:
+    one line per step with its seconds: the circuit, its digest, each setup phase, the resident
+    tables, the verifying key). Sections the MSMs read compacted (rows of points at infinity left
     out) drop their full arrays, so only the compacted tables stay. Refuses (KeyRoomError, one
     line) when the device has less free memory than the key and ``slots`` slots need."""
     from engine.groth16.keyfile import SECTIONS, KeyFileError, KeyRoomError
@@ -420,27 +422,41 @@ def make_device_key(
     from engine.groth16.vkey import verifying_key
     from engine.pipeline.circuits import resolve
 
+    say = progress or (lambda _msg: None)
     src = parse_device_source(source)
     if src is None:
         raise KeyFileError(f"{source} is not a device key source")
+    t0 = time.perf_counter()
     circuit = resolve(src.preset, src.cache_dir)
-    if circuit.r1cs.digest()[:8].hex() != src.digest8:
+    r = circuit.r1cs
+    say(f"circuit {src.preset}: {r.num_constraints} constraints, {r.nnz} nonzeros, from "
+        f"{src.cache_dir} ({time.perf_counter() - t0:.2f} s)")
+    t0 = time.perf_counter()
+    digest8 = r.digest()[:8].hex()
+    if digest8 != src.digest8:
         raise KeyFileError(f"the circuit of {src.preset} in {src.cache_dir} is another build "
-                           f"(digest {circuit.r1cs.digest()[:8].hex()}, the engine's {src.digest8})")
-    key, per_slots = device_bytes(circuit.r1cs, slots)
+                           f"(digest {digest8}, the engine's {src.digest8})")
+    say(f"circuit digest {digest8}: the engine's ({time.perf_counter() - t0:.2f} s)")
+    key, per_slots = device_bytes(r, slots)
     need = key + per_slots + DEVICE_ALLOWANCE
     free = device_free(backend)
     if free is not None and free < need:
         raise KeyRoomError(f"this GPU cannot hold the device-made proving key of {src.preset}: "
                            f"{need} bytes needed, {free} free; is another engine's key on it?")
-    pk = device_setup(circuit.r1cs, SETUP_SEED, backend, progress)
+    pk = device_setup(r, SETUP_SEED, backend, progress)
+    t0 = time.perf_counter()
     tables = resident_tables(pk, backend)
     # the full arrays of compacted sections go (a fresh empty array each: a view would keep the
     # whole allocation); the compacted tables hold the points the MSMs read
-    for k in BIG_SECTIONS:
-        if tables[k].index is not None:
-            setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))
-    return LoadedKey(pk, tables, device_made=True), verifying_key(pk)
+    compacted = [k for k in BIG_SECTIONS if tables[k].index is not None]
+    for k in compacted:
+        setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))
+    say(f"resident tables: {len(tables)} sections, {len(compacted)} compacted "
+        f"({time.perf_counter() - t0:.2f} s)")
+    t0 = time.perf_counter()
+    vk = verifying_key(pk)
+    say(f"verifying key: {pk.num_inputs} inputs ({time.perf_counter() - t0:.2f} s)")
+    return LoadedKey(pk, tables, device_made=True), vk
 
 
 def load_source(

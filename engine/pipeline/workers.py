@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,6 +211,14 @@ class _ProverState:
         self.finalize_q: queue.Queue = queue.Queue()
         self.unmap_q: queue.Queue = queue.Queue()
 
+    def say(self, path: str) -> Callable[[str], None]:
+        """A progress callback whose lines reach the engine's log as KeyProgress of ``path``."""
+
+        def say(line: str) -> None:
+            self.results.put(KeyProgress(self.name, path, line))
+
+        return say
+
     def load(self, path: str) -> float:
         """Load a key once (under the keys lock); ms it took, 0 if it was already loaded."""
         from engine.pipeline import proving
@@ -218,24 +227,37 @@ class _ProverState:
             if path in self.keys:
                 return 0.0
             t0 = time.perf_counter()
-
-            def say(line: str) -> None:
-                self.results.put(KeyProgress(self.name, path, line))
-
-            self.keys[path], self.vks[path] = proving.load_source(path, self.backend, self.slots, say)
+            self.keys[path], self.vks[path] = proving.load_source(path, self.backend, self.slots,
+                                                                  self.say(path))
             return _ms(t0, time.perf_counter())
 
-    def compact(self, preset: str, cache_dir: str) -> Any:
+    def compact(self, preset: str, cache_dir: str,
+                progress: Callable[[str], None] | None = None) -> Any:
         """The circuit's compact matrices where this prover evaluates (abc_eval = "gpu"),
-        made from the circuit cache on the first partition that needs them, then kept."""
+        made from the circuit cache on the first partition that needs them, then kept.
+        ``progress``: one line per step with its seconds (the circuit when this process had not
+        resolved it yet, the compact form, its upload)."""
         from engine.groth16.compact import compact_r1cs, resident_compact
         from engine.pipeline.circuits import resolve
 
+        say = progress or (lambda _msg: None)
         with self.keys_lock:
             rc = self.compacts.get(preset)
             if rc is None:
+                t0 = time.perf_counter()
+                hits = resolve.cache_info().hits
                 circuit = resolve(preset, cache_dir or None)
-                rc = self.compacts[preset] = resident_compact(compact_r1cs(circuit.r1cs), self.backend)
+                if resolve.cache_info().hits == hits:  # not resolved in this process before
+                    say(f"circuit {preset}: {circuit.r1cs.num_constraints} constraints, from "
+                        f"{cache_dir} ({time.perf_counter() - t0:.2f} s)")
+                t0 = time.perf_counter()
+                cm = compact_r1cs(circuit.r1cs)
+                say(f"compact matrices: {cm.nnz} nonzeros, {len(cm.coefs)} coefficients, "
+                    f"{cm.nbytes() / 2**30:.2f} GiB ({time.perf_counter() - t0:.2f} s)")
+                t0 = time.perf_counter()
+                rc = self.compacts[preset] = resident_compact(cm, self.backend)
+                say(f"compact matrices resident in {self.backend.name} memory "
+                    f"({time.perf_counter() - t0:.2f} s)")
             return rc
 
     def key(self, path: str) -> Any:
@@ -250,7 +272,7 @@ def _load_task(state: _ProverState, task: LoadKey) -> None:
         ms = state.load(path)
         if task.compact is not None:  # abc_eval = "gpu": the matrices too, before any partition
             t0 = time.perf_counter()
-            state.compact(*task.compact)
+            state.compact(*task.compact, progress=state.say(path))
             ms += _ms(t0, time.perf_counter())
         state.results.put(KeyLoaded(state.name, path, ms, os.getpid(), state.vks.get(path)))
     except Exception as exc:
