@@ -69,7 +69,9 @@ class Backend(Protocol):
     def h_coefficients(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, n: int) -> np.ndarray: ...
 
     # Keep a point table where the MSMs run (device memory for cuda; the array itself for cpu).
-    def resident(self, points: np.ndarray) -> Any: ...
+    # endo: the table's MSMs have mostly full-length scalars (H's), so a backend may keep what
+    # an endomorphism split needs beside it (cuda: the G1 points' images, twice the memory).
+    def resident(self, points: np.ndarray, endo: bool = False) -> Any: ...
 
     # Move a vector to where the backend computes (one upload for cuda; as it is for cpu), and a
     # small result back to the host. ``place`` also takes a kernels.stored.StoredArray, read

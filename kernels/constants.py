@@ -38,6 +38,16 @@ FR_ROOT_OF_UNITY = pow(FR_GENERATOR, (R_MOD - 1) >> FR_TWO_ADICITY, R_MOD)  # or
 FR_COSET_SHIFT = FR_GENERATOR
 
 
+# G1's endomorphism (x, y) -> (FP_BETA x, y) is multiplication by GLV_LAMBDA = z^2 - 1 (z the
+# curve's parameter -0xd201000000010000; 128 bits), with r = GLV_LAMBDA^2 + GLV_LAMBDA + 1. So
+# any s < r is s1 + GLV_LAMBDA s2 with s1 = s mod GLV_LAMBDA and s2 = s div GLV_LAMBDA, both
+# below 2^128 (Gallant-Lambert-Vanstone): an MSM of n full scalars is one of 2n half-length ones.
+# FP_BETA is the cube root of unity in Fp that pairs with GLV_LAMBDA (checked against arkworks in
+# tests/test_cuda_host_glv.py).
+GLV_LAMBDA = 0xAC45A4010001A40200000000FFFFFFFF
+FP_BETA = 0x1A0111EA397FE699EC02408663D4DE85AA0D857D89759AD4897D29650FB85F9B409427EB4F49FFFD8BFD00000000AAAC
+
+
 def root_of_unity(log_n: int) -> int:
     """A primitive 2^log_n-th root of unity in Fr (the one every backend uses)."""
     if not 0 <= log_n <= FR_TWO_ADICITY:

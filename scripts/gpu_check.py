@@ -222,11 +222,12 @@ def main() -> int:
                     save()
                 del pts
                 cp.get_default_memory_pool().free_all_blocks()
-            order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2", "fixed_g1", "fixed_g2") if k in sizes]
+            order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2", "msm_g1_glv", "fixed_g1", "fixed_g2") if k in sizes]
             for k in order:
                 got = device_bench([k], {k: sizes[k]}, args.repeat, log=log)
                 for r in got:
-                    log(f"{r['title']} 2^{r['log_n']}: {r['ms']:.3f} ms" + (f" (x{r['ratio']:.2f} sppark)" if r["ratio"] else "")
+                    log(f"{r['title']} 2^{r['log_n']}{' GLV' if r.get('glv') else ''}: {r['ms']:.3f} ms"
+                        + (f" (x{r['ratio']:.2f} sppark)" if r["ratio"] else "")
                         + (f" window {r['window']} phases {r['phases_ms']}" if "phases_ms" in r else ""))
                 rows.extend(got)
                 results["bench"] = rows

@@ -187,6 +187,46 @@ def test_fixed_base_in_chunks_and_threads(group: str) -> None:
     assert not np.array_equal(fb.mul(cp.asarray(T.fr_words(sc))).get()[7], want[7])
 
 
+@pytest.mark.parametrize("n,rows,edges", [(1, 1, False), (700, 700, False), (3000, 3000, True), (2000, 2600, True)])
+def test_glv_msm_matches_arkworks(n: int, rows: int, edges: bool) -> None:
+    """The GLV split (scalars s mod lambda and s div lambda over the points and their images):
+    every tail scalar (no 0/1: rows in order), a tail among 0/1 scalars and infinity (an index
+    list), fewer scalars than rows; the same point as the unsplit MSM and arkworks."""
+    import cupy as cp
+
+    from kernels.constants import GLV_LAMBDA
+    from kernels.cuda import msm
+
+    rng = random.Random()
+    pts = T.random_points("g1", rows, rng)
+    sc = T.random_scalars(n, rng)
+    if edges:
+        T.plant_edges(pts, sc, "g1", rng)
+        sc[-4:] = [GLV_LAMBDA, GLV_LAMBDA + 1, GLV_LAMBDA - 1, R_MOD - 1]
+    ext = msm.endo_table(cp.asarray(T.ark_to_words("g1", pts)))
+    S = cp.asarray(T.fr_words(sc))
+    got = msm.msm("g1", ext[:rows], S, endo=ext, glv=True).get()[0]
+    want = T.ark_msm("g1", pts[:n], sc)
+    assert np.array_equal(got, want)
+    assert np.array_equal(msm.msm("g1", ext[:rows], S, endo=ext, glv=False).get()[0], want)
+    if n > 1:  # images that are not lambda P (here: the points again) give another sum
+        ext[rows:] = ext[:rows]
+        assert not np.array_equal(msm.msm("g1", ext[:rows], S, endo=ext, glv=True).get()[0], want)
+
+
+def test_resident_endo_table_splits_above_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernels.cuda import msm
+
+    monkeypatch.setattr(msm, "GLV_MIN_TAIL", 256)
+    rng = random.Random()
+    pts, sc = _case("g1", 900, rng)
+    gpu = _gpu()
+    table = gpu.resident(T.ark_to_words("g1", pts), endo=True)
+    assert table.endo is not None and table.endo.shape == (1800, 12) and len(table) == 900
+    assert np.array_equal(gpu.msm_g1(table, T.fr_words(sc)), T.ark_msm("g1", pts, sc))
+    assert gpu.resident(T.ark_to_words("g1", pts[:100]), endo=True).endo is None  # below the threshold
+
+
 def test_msm_matches_cpu_backend() -> None:
     from kernels.cpu.backend import CpuBackend
     rng = random.Random()

@@ -51,6 +51,24 @@ def test_gpu_setup_and_proof_equal_cpu_and_verify(log_constraints: int) -> None:
     assert not verify(vk, public, bytes(tampered))
 
 
+def test_gpu_proof_with_the_glv_split_of_h_equals_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """H's MSM split GLV-wise (the threshold lowered so a small circuit takes it) gives the CPU's
+    proof byte for byte, and the proof verifies."""
+    from kernels.cuda import msm
+
+    monkeypatch.setattr(msm, "GLV_MIN_TAIL", 64)
+    cpu, gpu = get_backend("cpu"), get_backend("cuda")
+    circuit = examples.chain_for_constraints(1 << 11)
+    pk = setup(circuit.r1cs, secrets.token_hex(8), cpu)
+    z = circuit.witness(secrets.randbelow(R_MOD))
+    r, s = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+    proof = prove(pk, circuit.r1cs, z, gpu, r=r, s=s)
+    assert proof == prove(pk, circuit.r1cs, z, cpu, r=r, s=s)
+    public = examples.public_inputs(circuit.r1cs, z)
+    assert verify(verifying_key(pk), public, proof)
+    assert not verify(verifying_key(pk), [(public[0] + 1) % R_MOD], proof)
+
+
 def test_gpu_prove_start_times_each_group_on_the_device_and_threads_overlap_safely() -> None:
     """prove_start reports every kernel group from CUDA events, and two prover threads (each on
     its own stream, as the engine's slots are) give the same proofs as one thread."""

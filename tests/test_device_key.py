@@ -118,7 +118,8 @@ def test_room_or_a_stored_key_keeps_the_key_file(tmp_path: Path, monkeypatch) ->
 def test_device_bytes_at_porep_32g_are_the_plans() -> None:
     shape = namedtuple("Shape", "num_inputs num_aux num_constraints num_vars")(274, 130_104_873, 130_987_381, 130_105_147)
     key, slot = proving.device_bytes(shape, 1)  # type: ignore[arg-type]
-    assert key == 75_335_409_664  # docs/PLAN-32G.md's 75,335,373,216 and the file's page alignment
+    # docs/PLAN-32G.md's 75,335,373,216 and the file's page alignment, plus H's GLV images
+    assert key == 75_335_409_664 + 96 * ((1 << 27) - 1)
     assert slot == 4_163_364_704 + 12_574_788_576 + 2 * 3 * 32 * (1 << 27)
     assert proving.device_bytes(shape, 2)[1] == 2 * slot  # type: ignore[arg-type]
 

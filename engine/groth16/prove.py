@@ -95,18 +95,19 @@ class Query:
         return s if self.index is None else s[self.index]
 
 
-def _query(table: Any, backend: Backend, dense_enough: float = 0.9) -> Query:
+def _query(table: Any, backend: Backend, dense_enough: float = 0.9, endo: bool = False) -> Query:
     """The table's query; ``table`` is a host array or, for a key made in device memory, a device
     array (the kept rows are then found and gathered where it lives: one module's methods)."""
     keep = table.any(axis=1).nonzero()[0]
     if len(keep) >= dense_enough * len(table):
-        return Query(backend.resident(table), None, len(table))
-    return Query(backend.resident(table[keep]), backend.place(keep), len(table))  # a contiguous copy
+        return Query(backend.resident(table, endo=endo), None, len(table))
+    return Query(backend.resident(table[keep], endo=endo), backend.place(keep), len(table))  # a contiguous copy
 
 
 def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:
-    """The key's queries placed where the backend's MSMs run (once per key, then reused)."""
-    return {k: _query(getattr(pk, k), backend) for k in ("a", "b_g1", "b_g2", "l", "h")}
+    """The key's queries placed where the backend's MSMs run (once per key, then reused). H's
+    scalars are full-length field elements, so its table is made ready for the GLV split."""
+    return {k: _query(getattr(pk, k), backend, endo=k == "h") for k in ("a", "b_g1", "b_g2", "l", "h")}
 
 
 def _scalar_rows(values: list[int]) -> np.ndarray:

@@ -307,13 +307,15 @@ def parse_device_source(source: str) -> DeviceSource | None:
 
 def device_bytes(r1cs: R1CS, slots: int = 1) -> tuple[int, int]:
     """(key bytes, bytes per GPU slot) a device-made key and its partitions hold on the GPU:
-    the key's sections (docs/PLAN-32G.md's 70.16 GiB at porep-32g), and per slot z, the uploaded
+    the key's sections (docs/PLAN-32G.md's 70.16 GiB at porep-32g) plus H's GLV images (12 GiB
+    there), and per slot z, the uploaded
     a, b, c and the H step's two padded 3 x n batches (39.6 GiB at porep-32g)."""
     from engine.groth16.keyfile import key_file_size
     from engine.groth16.qap import domain_log
 
-    key = key_file_size(r1cs.num_inputs, r1cs.num_aux, r1cs.num_constraints)
     n = 1 << domain_log(r1cs.num_constraints)
+    # the key's sections, and H's endomorphism images beside its table (prove.resident_tables)
+    key = key_file_size(r1cs.num_inputs, r1cs.num_aux, r1cs.num_constraints) + 96 * (n - 1)
     slot = 32 * r1cs.num_vars + 3 * 32 * r1cs.num_constraints + 2 * 3 * 32 * n
     return key, slot * max(1, slots)
 
@@ -451,6 +453,9 @@ def make_device_key(
     compacted = [k for k in BIG_SECTIONS if tables[k].index is not None]
     for k in compacted:
         setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))
+    for k in BIG_SECTIONS:  # a GLV table copied the section's points: the key keeps its view
+        if k not in compacted and getattr(tables[k].points, "endo", None) is not None:
+            setattr(pk, k, tables[k].points.data)
     say(f"resident tables: {len(tables)} sections, {len(compacted)} compacted "
         f"({time.perf_counter() - t0:.2f} s)")
     t0 = time.perf_counter()

@@ -32,9 +32,12 @@ from kernels.stored import StoredArray
 
 @dataclass
 class ResidentPoints:
-    """A point table held in device memory (uint64[n, 12] for G1, [n, 24] for G2)."""
+    """A point table held in device memory (uint64[n, 12] for G1, [n, 24] for G2); ``endo``, when
+    made (G1), the table's 2n rows of points and their endomorphism images (msm.endo_table),
+    of which ``data`` is the first half."""
 
     data: Any
+    endo: Any = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -192,11 +195,19 @@ class CudaBackend:
 
     # --- points -------------------------------------------------------------------------------
     @_on_stream
-    def resident(self, points: np.ndarray) -> ResidentPoints:
-        """Upload a point table once; MSMs given the handle read it in place."""
+    def resident(self, points: np.ndarray, endo: bool = False) -> ResidentPoints:
+        """Upload a point table once; MSMs given the handle read it in place. endo (a G1 table of
+        at least msm.GLV_MIN_TAIL rows): keep the points' endomorphism images beside them, so that
+        an MSM with mostly full-length scalars (H's) can split them GLV-wise; twice the memory."""
         if isinstance(points, ResidentPoints):
             return points
-        table = ResidentPoints(_dev(points))
+        dev = _dev(points)
+        if endo and dev.ndim == 2 and dev.shape[1] == _msm.AFFINE_U64["g1"] and dev.shape[0] >= _msm.GLV_MIN_TAIL:
+            ext = _msm.endo_table(dev)
+            del dev
+            table = ResidentPoints(ext[: ext.shape[0] // 2], ext)
+        else:
+            table = ResidentPoints(dev)
         thread_stream().synchronize()  # other threads' streams read it next
         return table
 
@@ -211,7 +222,7 @@ class CudaBackend:
             raise ValueError(f"scalars must be uint64[n, 4], got shape {tuple(S.shape)}")
         if S.shape[0] > P.shape[0]:
             raise ValueError(f"{P.shape[0]} points but {S.shape[0]} scalars")
-        out = _msm.msm(group, P, S)[0]
+        out = _msm.msm(group, P, S, endo=points.endo if isinstance(points, ResidentPoints) else None)[0]
         return _back(out, dev)
 
     def msm_g1(self, points: Any, scalars: np.ndarray) -> np.ndarray:

@@ -302,12 +302,15 @@ def sum_list(group: str, points: Any, idx: Any, m: int) -> Any:
 
 
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
-        item_len: int | None = None, accumulate: str | None = None, ones: str | None = None) -> Any:
+        item_len: int | None = None, accumulate: str | None = None, ones: str | None = None,
+        endo: Any | None = None, glv: bool | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
     "batch", "auto"; see ACCUMULATE) and ones ("sum", "list"; see ONES) override the defaults, for
-    benchmarks and tests."""
+    benchmarks and tests. endo (G1): a table of 2N rows whose first N are the points and the rest
+    their images under the endomorphism (endo_table); with it a tail of at least GLV_MIN_TAIL
+    scalars is split GLV-wise (glv forces it on or off)."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
@@ -351,9 +354,18 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     idx_arg = idx if idx is not None else np.uint64(0)
     del tail_idx
 
+    bits = 256  # digits cover this many scalar bits (signed: the top window's carry included)
+    if endo is not None and group == "g1" and (glv if glv is not None else m >= GLV_MIN_TAIL):
+        points, canon, idx, m = _glv_split(endo, canon, idx, m, n)
+        idx_arg = idx if idx is not None else np.uint64(0)
+        bits = GLV_BITS
+        mark("glv_split")
     batch = use_batch(group, m, accumulate)
-    c = window or (BATCH_WINDOW if batch and m >= 1 << BATCH_MIN_LOG else default_window(m, group))
-    nwin = (256 + c - 1) // c
+    if bits == GLV_BITS:
+        c = window or (GLV_WINDOW if m >= 1 << LARGE_LOG else default_window(m, group))
+    else:
+        c = window or (BATCH_WINDOW if batch and m >= 1 << BATCH_MIN_LOG else default_window(m, group))
+    nwin = (bits + c - 1) // c
     half = 1 << (c - 1)
     nb = nwin * half
 
@@ -440,6 +452,43 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         stats.accumulate, stats.slots = ("batch" if batch else "xyzz"), slots
         _phase_times(stats, marks)
     return out
+
+
+# The GLV split (msm/glv.cuh) for G1 tails of at least GLV_MIN_TAIL scalars when the caller has the
+# points' endomorphism table (endo_table): 2m scalars below 2^128, digits over GLV_BITS bits (the
+# top window's carry included), windows of GLV_WINDOW bits from 2^LARGE_LOG split scalars on
+# (6 windows: 12 bucket additions a point, against 13 without the split at c = 20).
+GLV_MIN_TAIL = 1 << 26
+GLV_BITS = 129
+GLV_WINDOW = 22
+
+
+def endo_table(points: Any) -> Any:
+    """Device uint64[2N, 12]: the N G1 points, then lambda times each (the endomorphism
+    (x, y) -> (beta x, y)); its first N rows are a contiguous view usable as the table itself."""
+    cp = _cp()
+    n = int(points.shape[0])
+    ext = cp.empty((2 * n, AFFINE_U64["g1"]), dtype=cp.uint64)
+    ext[:n] = points
+    if n:
+        kernel("msm_g1", "g1_endo")(_grid(n), (BLOCK,), (ext, np.uint64(n), ext[n:]))
+    return ext
+
+
+def _glv_split(endo: Any, canon: Any, idx: Any | None, m: int, n: int) -> tuple[Any, Any, Any | None, int]:
+    """(points, canonical scalars, tail indices, tail count) of the split MSM: tail scalar s at
+    point p becomes s mod lambda at p and s div lambda at N + p, the image's row in endo."""
+    cp = _cp()
+    N = int(endo.shape[0]) // 2
+    if n > N:
+        raise ValueError(f"the endomorphism table holds {N} points, the MSM has {n} scalars")
+    canon2 = cp.empty((N + n, 4), dtype=cp.uint64)
+    kernel("msm_g1", "g1_glv_split")(_grid(m, 256), (256,), (canon, idx if idx is not None else np.uint64(0), np.uint32(m),
+                                                           np.uint64(N), canon2))
+    if idx is None and m == N:
+        return endo, canon2, None, 2 * m  # every row of endo in order
+    first = idx if idx is not None else cp.arange(m, dtype=cp.uint32)
+    return endo, canon2, cp.concatenate([first, first + np.uint32(N)]), 2 * m
 
 
 def _reduce_heavy(group: str, partials: Any, nitems: Any, item_off: Any, count: Any) -> None:

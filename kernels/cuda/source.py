@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kernels.constants import P_MOD, R_MOD
+from kernels.constants import FP_BETA, GLV_LAMBDA, P_MOD, R_MOD
 
 CUDA_DIR = Path(__file__).resolve().parent
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
@@ -44,6 +44,10 @@ def params_header() -> str:
         # t * inv as a negation, after which it no longer fuses the m * p chain into wide
         # multiply-adds
         out.append(f"CONSTANT uint32_t {name}_INV_C[1] = {{0x{inv:08x}u}};")
+    # the GLV split (msm/glv.cuh): lambda, floor(2^256 / lambda) and beta in Montgomery form
+    out.append(f"CONSTANT uint32_t GLV_LAMBDA_W[4] = {{{_limbs32(GLV_LAMBDA, 4)}}};")
+    out.append(f"CONSTANT uint32_t GLV_MU_W[5] = {{{_limbs32((1 << 256) // GLV_LAMBDA, 5)}}};")
+    out.append(f"CONSTANT uint32_t FP_BETA_M[12] = {{{_limbs32(FP_BETA * pow(2, 384, P_MOD) % P_MOD, 12)}}};")
     return "\n".join(out) + "\n"
 
 

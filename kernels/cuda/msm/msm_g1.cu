@@ -1,5 +1,6 @@
 // G1 (over Fp) instantiation of the MSM and fixed-base kernels, plus the group-independent
-// scalar kernels (digits, counting sort, work items). See msm_core.cuh for the pipeline.
+// scalar kernels (digits, counting sort, work items) and the GLV split. See msm_core.cuh for the
+// pipeline.
 // MSM_G1_ACC_BOUNDS (a build define, see module.py) overrides the accumulation kernel's launch
 // bounds for measuring variants.
 #define MSM_GENERIC_KERNELS
@@ -9,7 +10,24 @@
 #include "msm_core.cuh"
 #include "batch_affine.cuh"
 #include "fixed_base.cuh"
+#include "glv.cuh"
 
 MSM_GROUP_KERNELS(g1, Fp)
 MSM_BATCH_KERNEL(g1, Fp)
 FIXED_BASE_KERNELS(g1, Fp)
+
+// The GLV split (glv.cuh), G1 only: thread t splits tail scalar t (at point index p = idx[t], or
+// t) into canon2[p] (s mod lambda) and canon2[N + p] (s div lambda), the rows of the points and
+// their images in a table of 2N rows.
+extern "C" __global__ void g1_glv_split(const uint32_t* canon, const uint32_t* idx, uint32_t m, uint64_t N, uint32_t* canon2) {
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m) return;
+    const uint64_t p = idx ? idx[t] : t;
+    glv::split(canon + p * 8, canon2 + p * 8, canon2 + (N + p) * 8);
+}
+
+// out[i] = (beta x_i, y_i): lambda times each point of a G1 table.
+extern "C" __global__ void g1_endo(const uint32_t* points, uint64_t n, uint32_t* out) {
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) glv::endo_point(points + i * G1Affine::WORDS, out + i * G1Affine::WORDS);
+}
