@@ -162,17 +162,7 @@ def device_bench(
     rows: list[dict[str, Any]] = []
     for k in kernels:
         logs = list((sizes or {}).get(k, DEFAULT_SIZES.get(k, [])))
-        if k.startswith("msm_"):
-            group = k[-2:]
-            if not logs:
-                continue
-            say(f"  {TITLES[k]}: making 2^{max(logs)} distinct points on the device ...")
-            pts = distinct_points_device(group, 1 << max(logs))
-            for lg in logs:
-                say(f"  {TITLES[k]} 2^{lg} ...")
-                rows.append(bench_msm(group, lg, repeat, points=pts))
-            del pts
-        elif k == "msm_g1_glv":  # the same points and scalars with and without the GLV split
+        if k == "msm_g1_glv":  # the same points and scalars with and without the GLV split
             from kernels.cuda.msm import endo_table
 
             say(f"  G1 MSM (GLV): making 2^{max(logs)} distinct points and their images on the device ...")
@@ -183,6 +173,16 @@ def device_bench(
                     say(f"  G1 MSM 2^{lg}, GLV {'on' if glv else 'off'} ...")
                     rows.append(bench_msm("g1", lg, repeat, points=ext[:half], endo=ext, glv=glv))
             del ext
+        elif k.startswith("msm_"):
+            group = k[-2:]
+            if not logs:
+                continue
+            say(f"  {TITLES[k]}: making 2^{max(logs)} distinct points on the device ...")
+            pts = distinct_points_device(group, 1 << max(logs))
+            for lg in logs:
+                say(f"  {TITLES[k]} 2^{lg} ...")
+                rows.append(bench_msm(group, lg, repeat, points=pts))
+            del pts
         elif k.startswith("fixed_"):
             for lg in logs:
                 say(f"  fixed-base {k[-2:].upper()} 2^{lg} ...")

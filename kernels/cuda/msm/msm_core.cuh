@@ -179,9 +179,10 @@ __device__ __forceinline__ void segments(const uint32_t* buckets, uint32_t half,
         S.add(X::load(base + (uint64_t)b * X::WORDS));
         T.add(S);
     }
-    // T = sum (b - lo + 1) bucket[b]; add lo * S.
+    // T = sum (b - lo + 1) bucket[b]; add lo * S, doubling from lo's top bit only (at c = 22
+    // the slices' offsets have 21 bits: 32 doublings a thread would add half again to its work)
     X R = X::infinity();
-    for (int bit = 31; bit >= 0; bit--) {
+    for (int bit = lo ? 31 - __clz(lo) : -1; bit >= 0; bit--) {
         R = R.dbl();
         if ((lo >> bit) & 1) R.add(S);
     }

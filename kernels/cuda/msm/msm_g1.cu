@@ -23,7 +23,17 @@ extern "C" __global__ void g1_glv_split(const uint32_t* canon, const uint32_t* i
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= m) return;
     const uint64_t p = idx ? idx[t] : t;
-    glv::split(canon + p * 8, canon2 + p * 8, canon2 + (N + p) * 8);
+    // whole 16-byte words in and out: eight 4-byte accesses a row would each touch another
+    // sector (and a partial store costs the memory a read)
+    uint32_t s[8], s1[8], s2[8];
+    load_scalar(canon, p, s);
+    glv::split(s, s1, s2);
+    uint4* a = reinterpret_cast<uint4*>(canon2 + p * 8);
+    uint4* b = reinterpret_cast<uint4*>(canon2 + (N + p) * 8);
+    a[0] = make_uint4(s1[0], s1[1], s1[2], s1[3]);
+    a[1] = make_uint4(s1[4], s1[5], s1[6], s1[7]);
+    b[0] = make_uint4(s2[0], s2[1], s2[2], s2[3]);
+    b[1] = make_uint4(s2[4], s2[5], s2[6], s2[7]);
 }
 
 // out[i] = (beta x_i, y_i): lambda times each point of a G1 table.
