@@ -226,7 +226,8 @@ def main() -> int:
             for k in order:
                 got = device_bench([k], {k: sizes[k]}, args.repeat, log=log)
                 for r in got:
-                    log(f"{r['title']} 2^{r['log_n']}{' GLV' if r.get('glv') else ''}: {r['ms']:.3f} ms"
+                    log(f"{r['title']} 2^{r['log_n']}{' GLV' if r.get('glv') else ''}{', sort ' + r['sort'] if 'sort' in r else ''}: "
+                        f"{r['ms']:.3f} ms"
                         + (f" (x{r['ratio']:.2f} sppark)" if r["ratio"] else "")
                         + (f" window {r['window']} phases {r['phases_ms']}" if "phases_ms" in r else ""))
                 rows.extend(got)

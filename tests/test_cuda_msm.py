@@ -227,6 +227,33 @@ def test_resident_endo_table_splits_above_the_threshold(monkeypatch: pytest.Monk
     assert gpu.resident(T.ark_to_words("g1", pts[:100]), endo=True).endo is None  # below the threshold
 
 
+@pytest.mark.parametrize("glv", [False, True])
+def test_sort_into_runs_matches_arkworks(monkeypatch: pytest.MonkeyPatch, glv: bool) -> None:
+    """The one-pass sort into fixed runs (evenly spread scalars, top window's runs included), with
+    and without the GLV split; and scalars that crowd one bucket overflow their run and are
+    sorted again the exact way, to the same point."""
+    import cupy as cp
+
+    from kernels.cuda import msm
+
+    monkeypatch.setattr(msm, "SORT_BY_WINDOW_BUCKETS", 0)  # the runs scatter is a per-window pass
+    rng = random.Random()
+    pts = T.random_points("g1", 4000, rng)
+    sc = T.random_scalars(4000, rng)
+    sc[:3] = [R_MOD - 1, R_MOD - 2, 5]  # the top window's largest raw values
+    ext = msm.endo_table(cp.asarray(T.ark_to_words("g1", pts)))
+    kw = {"endo": ext, "glv": True} if glv else {}
+    st = msm.MsmStats()
+    got = msm.msm("g1", ext[:4000], cp.asarray(T.fr_words(sc)), sort_runs=True, stats=st, **kw).get()[0]
+    assert st.sort == "runs"
+    assert np.array_equal(got, T.ark_msm("g1", pts, sc))
+    crowd = [123456789] * 3000 + sc[:1000]  # 3000 equal digits in every window: a run overflows
+    st = msm.MsmStats()
+    got = msm.msm("g1", ext[:4000], cp.asarray(T.fr_words(crowd)), sort_runs=True, stats=st, **kw).get()[0]
+    assert st.sort.startswith("runs overflowed")
+    assert np.array_equal(got, T.ark_msm("g1", pts, crowd))
+
+
 def test_msm_matches_cpu_backend() -> None:
     from kernels.cpu.backend import CpuBackend
     rng = random.Random()

@@ -100,19 +100,20 @@ def _row(kernel: str, log_n: int, runs: list[float], extra: dict[str, Any] | Non
 
 def bench_msm(group: str, log_n: int, repeat: int, window: int | None = None, points: Any = None,
               item_len: int | None = None, accumulate: str | None = None, endo: Any = None,
-              glv: bool | None = None) -> dict[str, Any]:
+              glv: bool | None = None, sort_runs: bool | None = None) -> dict[str, Any]:
     from kernels.cuda import msm
 
     n = 1 << log_n
     pts = points[:n] if points is not None else distinct_points_device(group, n)
     sc = random_fr_device(n)
-    kw = {"window": window, "item_len": item_len, "accumulate": accumulate, "endo": endo, "glv": glv}
+    kw = {"window": window, "item_len": item_len, "accumulate": accumulate, "endo": endo, "glv": glv, "sort_runs": sort_runs}
     runs = time_device(lambda: msm.msm(group, pts, sc, **kw), repeat)
     st = msm.MsmStats()
     # one more run, with per-phase CUDA events
     msm.msm(group, pts, sc, stats=st, **kw)
     return _row(f"msm_{group}", log_n, runs, {"window": st.window, "item_len": st.item_len, "items": st.items,
                                                "accumulate": st.accumulate, "slots": st.slots, "glv": "glv_split" in st.extra,
+                                               "sort": st.sort,
                                                "phases_ms": {k: round(v, 3) for k, v in st.extra.items()}})
 
 
@@ -162,16 +163,16 @@ def device_bench(
     rows: list[dict[str, Any]] = []
     for k in kernels:
         logs = list((sizes or {}).get(k, DEFAULT_SIZES.get(k, [])))
-        if k == "msm_g1_glv":  # the same points and scalars with and without the GLV split
+        if k == "msm_g1_glv":  # the same points, with and without the GLV split and the sort into runs
             from kernels.cuda.msm import endo_table
 
             say(f"  G1 MSM (GLV): making 2^{max(logs)} distinct points and their images on the device ...")
             ext = endo_table(distinct_points_device("g1", 1 << max(logs)))
             half = ext.shape[0] // 2
             for lg in logs:
-                for glv in (False, True):
-                    say(f"  G1 MSM 2^{lg}, GLV {'on' if glv else 'off'} ...")
-                    rows.append(bench_msm("g1", lg, repeat, points=ext[:half], endo=ext, glv=glv))
+                for glv, runs in ((False, False), (False, True), (True, False), (True, True)):
+                    say(f"  G1 MSM 2^{lg}, GLV {'on' if glv else 'off'}, sort {'into runs' if runs else 'exact'} ...")
+                    rows.append(bench_msm("g1", lg, repeat, points=ext[:half], endo=ext, glv=glv, sort_runs=runs))
             del ext
         elif k.startswith("msm_"):
             group = k[-2:]

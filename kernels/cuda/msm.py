@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from kernels.constants import GLV_LAMBDA, R_MOD
 from kernels.cuda.finish import combine_windows
 from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
@@ -149,6 +150,47 @@ def default_window(m: int, group: str) -> int:
     return best
 
 
+# Large tails sort in one pass into a fixed run per bucket (msm_scatter_runs_w) instead of a
+# histogram pass and a scatter: for evenly spread digits (H's random scalars) each run holds the
+# bucket's mean count plus 8 standard deviations, the top window's runs sized for the few buckets
+# its bits reach. A bucket that outgrows its run sends the MSM to the exact sort (the counts are
+# complete by then, so it costs one more scatter).
+SORT_RUNS = True
+SORT_RUNS_MIN = 1 << 26
+
+
+def bucket_runs(m: int, c: int, nwin: int, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """(first entry, run length and buckets with runs, per window; entries in all) for m scalars
+    at most ``bound`` in c-bit signed windows, or None when the runs would not fit 32-bit
+    positions or twice the exact sort's memory. A full window's digit magnitudes spread evenly
+    over its 2^(c-1) buckets; a top window whose raw value (bits plus carry) stays at most
+    2^(c-1) is never negated and reaches only its first (bound >> c w) + 1 buckets."""
+    half = 1 << (c - 1)
+    wnb = np.empty(nwin, np.uint32)
+    wcap = np.empty(nwin, np.uint32)
+    for w in range(nwin):
+        top = (bound >> (c * w)) + 1  # the largest raw value when this window holds the top bits
+        nb = top if top <= half else half
+        mean = m / nb
+        wnb[w], wcap[w] = nb, int(mean + 8 * mean ** 0.5 + 16)
+    sizes = wnb.astype(np.int64) * wcap
+    total = int(sizes.sum())
+    if total >= 1 << 32 or total > 2 * nwin * m + (1 << 20):
+        return None
+    wbase = (np.cumsum(sizes) - sizes).astype(np.uint32)
+    return wbase, wcap, wnb, total
+
+
+def run_offsets(wbase: np.ndarray, wcap: np.ndarray, wnb: np.ndarray, half: int) -> Any:
+    """Device uint32[nwin * half]: where each bucket's run starts (the window's first entry for a
+    bucket without a run: its count is 0, so it has no work items)."""
+    cp = _cp()
+    k = cp.arange(half, dtype=cp.uint32)
+    rows = [cp.where(k < np.uint32(nb), np.uint32(base) + k * np.uint32(cap), np.uint32(base)).astype(cp.uint32)
+            for base, cap, nb in zip(wbase.tolist(), wcap.tolist(), wnb.tolist())]
+    return cp.concatenate(rows)
+
+
 @dataclass
 class MsmStats:
     """What one MSM did, for benchmarks and tests (counts come back from the device)."""
@@ -161,6 +203,7 @@ class MsmStats:
     item_len: int = 0
     accumulate: str = ""
     slots: int = 0  # batch mode: slots (work items) per thread
+    sort: str = "exact"  # "runs" (one pass into fixed runs), or the exact counting sort
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -303,14 +346,15 @@ def sum_list(group: str, points: Any, idx: Any, m: int) -> Any:
 
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
         item_len: int | None = None, accumulate: str | None = None, ones: str | None = None,
-        endo: Any | None = None, glv: bool | None = None) -> Any:
+        endo: Any | None = None, glv: bool | None = None, sort_runs: bool | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
     "batch", "auto"; see ACCUMULATE) and ones ("sum", "list"; see ONES) override the defaults, for
     benchmarks and tests. endo (G1): a table of 2N rows whose first N are the points and the rest
     their images under the endomorphism (endo_table); with it a tail of at least GLV_MIN_TAIL
-    scalars is split GLV-wise (glv forces it on or off)."""
+    scalars is split GLV-wise (glv forces it on or off). sort_runs forces the one-pass sort into
+    fixed runs (SORT_RUNS) on or off."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
@@ -371,19 +415,41 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
 
     count = cp.zeros(nb, dtype=cp.uint32)
     by_window = SORT_BY_WINDOW and nb >= SORT_BY_WINDOW_BUCKETS
-    if by_window:
-        grid = (_grid(m, 256)[0], nwin)
-        kernel("msm_g1", "msm_histogram_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), count))
-    else:
-        kernel("msm_g1", "msm_histogram")(_grid(m, 256), (256,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(nwin), count))
-    bucket_off = cp.cumsum(count, dtype=cp.uint32) - count
-    cursor = bucket_off.copy()
-    sorted_ = cp.empty(nwin * m, dtype=cp.uint32)
-    if by_window:
-        kernel("msm_g1", "msm_scatter_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), cursor, sorted_))
-    else:
-        kernel("msm_g1", "msm_scatter")(_grid(m, 256), (256,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(nwin), cursor, sorted_))
-    del cursor, canon
+    grid = (_grid(m, 256)[0], nwin)
+    want_runs = sort_runs if sort_runs is not None else (SORT_RUNS and m >= SORT_RUNS_MIN)
+    runs = bucket_runs(m, c, nwin, GLV_BOUND if bits == GLV_BITS else R_MOD - 1) if by_window and want_runs else None
+    sorted_ = None
+    if runs is not None:  # one pass into fixed runs; on any overflow the exact sort below
+        wbase, wcap, wnb, total = runs
+        sorted_ = cp.empty(total, dtype=cp.uint32)
+        overflow = cp.zeros(1, dtype=cp.uint32)
+        kernel("msm_g1", "msm_scatter_runs_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), cp.asarray(wbase),
+                                                             cp.asarray(wcap), cp.asarray(wnb), count, sorted_, overflow))
+        if int(to_host(overflow)[0]):
+            sorted_ = None  # count is the whole histogram now
+            if stats is not None:
+                stats.sort = "runs overflowed, exact"
+        else:
+            bucket_off = run_offsets(wbase, wcap, wnb, half)
+            if stats is not None:
+                stats.sort = "runs"
+    if sorted_ is None:
+        if runs is None:
+            if by_window:
+                kernel("msm_g1", "msm_histogram_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), count))
+            else:
+                kernel("msm_g1", "msm_histogram")(_grid(m, 256), (256,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(nwin),
+                                                                          count))
+        bucket_off = cp.cumsum(count, dtype=cp.uint32) - count
+        cursor = bucket_off.copy()
+        sorted_ = cp.empty(nwin * m, dtype=cp.uint32)
+        if by_window:
+            kernel("msm_g1", "msm_scatter_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), cursor, sorted_))
+        else:
+            kernel("msm_g1", "msm_scatter")(_grid(m, 256), (256,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(nwin), cursor,
+                                                                    sorted_))
+        del cursor
+    del canon
     mark("sort")
 
     L = item_len or (batch_item_length(m, half) if batch else item_length(m, nwin, half))
@@ -461,6 +527,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
 GLV_MIN_TAIL = 1 << 26
 GLV_BITS = 129
 GLV_WINDOW = 22
+GLV_BOUND = GLV_LAMBDA + 1  # the largest half: s div lambda <= (r - 1) / lambda = lambda + 1
 
 
 def endo_table(points: Any) -> Any:

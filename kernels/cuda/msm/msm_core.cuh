@@ -95,6 +95,26 @@ __global__ void msm_scatter_w(const uint32_t* canon, const uint32_t* idx, uint32
     }
 }
 
+// The scatter with no histogram pass first, for scalars whose digits spread evenly (H's: random
+// field elements): window w's buckets below wnb[w] each own a run of wcap[w] entries from
+// wbase[w] + (|d| - 1) * wcap[w]. count[b] takes every entry; one whose run is full, or whose
+// bucket has no run, is not written and sets *overflow, and the caller then sorts again the exact
+// way, from count (the whole histogram by then). One grid row per window, like msm_scatter_w.
+__global__ void msm_scatter_runs_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, const uint32_t* wbase,
+                                   const uint32_t* wcap, const uint32_t* wnb, uint32_t* count, uint32_t* sorted,
+                                   uint32_t* overflow) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= m) return;
+    uint32_t p = idx ? idx[t] : t, s[8], neg;
+    load_scalar(canon, p, s);
+    const int w = blockIdx.y;
+    uint32_t mag = window_digit(s, c, w, &neg);
+    if (!mag) return;
+    const uint32_t pos = atomicAdd(&count[((uint64_t)w << (c - 1)) + mag - 1], 1u);
+    if (mag - 1 < wnb[w] && pos < wcap[w]) sorted[wbase[w] + (mag - 1) * wcap[w] + pos] = p | (neg << 31);
+    else *overflow = 1;
+}
+
 // Work items: bucket b owns items item_off[b] .. item_off[b] + ceil(count[b] / L) - 1.
 __global__ void msm_items(const uint32_t* count, const uint32_t* bucket_off, const uint32_t* item_off, uint32_t nb, uint32_t L,
                           uint32_t* item_start, uint32_t* item_end) {
