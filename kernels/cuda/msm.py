@@ -523,8 +523,11 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
 # The GLV split (msm/glv.cuh) for G1 tails of at least GLV_MIN_TAIL scalars when the caller has the
 # points' endomorphism table (endo_table): 2m scalars below 2^128, digits over GLV_BITS bits (the
 # top window's carry included), windows of GLV_WINDOW bits from 2^LARGE_LOG split scalars on
-# (6 windows: 12 bucket additions a point, against 13 without the split at c = 20).
-GLV_MIN_TAIL = 1 << 26
+# (6 windows: 12 bucket additions a point, against 13 without the split at c = 20). Measured on
+# the H200 (2026-12-04, random scalars, the same points): 2^27 with the sort into runs 827.5 ms
+# split against 844.8 unsplit; 2^26 456.6 split (runs do not fit there) against 440.9 unsplit.
+# So from 1.5 x 2^26 on: H's 2^27 - 1 scalars at porep-32g.
+GLV_MIN_TAIL = 3 << 25
 GLV_BITS = 129
 GLV_WINDOW = 22
 GLV_BOUND = GLV_LAMBDA + 1  # the largest half: s div lambda <= (r - 1) / lambda = lambda + 1
