@@ -170,7 +170,7 @@ def test_fixed_base_in_chunks_and_threads(group: str) -> None:
     import cupy as cp
     import py_arkworks_bls12381 as ark
 
-    from kernels.cuda.msm import FixedBase
+    from kernels.cuda.fixed_base import FixedBase
 
     rng = random.Random()
     G = ark.G1Point if group == "g1" else ark.G2Point

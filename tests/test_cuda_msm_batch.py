@@ -110,7 +110,7 @@ def _dlog_case(log_n: int):  # type: ignore[no-untyped-def]
 
     from kernels.constants import FR_R
     from kernels.cuda.bench import generator_words, random_fr_device
-    from kernels.cuda.msm import FixedBase
+    from kernels.cuda.fixed_base import FixedBase
 
     n = 1 << log_n
     k_dev = random_fr_device(n)

@@ -23,6 +23,7 @@ import numpy as np
 
 from kernels.cuda import msm as _msm
 from kernels.cuda import ntt as _ntt
+from kernels.cuda.fixed_base import FixedBase
 from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import thread_stream, to_host
@@ -85,7 +86,7 @@ class CudaBackend:
     is_device = True  # computes in GPU memory: vectors are uploaded, point tables kept resident
 
     def __init__(self) -> None:
-        self._fixed: dict[tuple[str, bytes], _msm.FixedBase] = {}
+        self._fixed: dict[tuple[str, bytes], FixedBase] = {}
 
     # --- capabilities (kernels/backend.py) ------------------------------------------------------
     @staticmethod
@@ -241,7 +242,7 @@ class CudaBackend:
         key = (group, b.tobytes())
         fb = self._fixed.get(key)
         if fb is None:
-            fb = _msm.FixedBase(group, b)
+            fb = FixedBase(group, b)
             thread_stream().synchronize()  # the table is shared with other threads' streams
             if len(self._fixed) > 16:
                 self._fixed.clear()

@@ -55,7 +55,7 @@ def generator_words(group: str) -> np.ndarray:
 
 
 def distinct_points_device(group: str, n: int) -> Any:
-    from kernels.cuda.msm import FixedBase
+    from kernels.cuda.fixed_base import FixedBase
 
     return FixedBase(group, generator_words(group)).mul(random_fr_device(n))
 
@@ -135,7 +135,7 @@ def bench_ntt(kernel: str, log_n: int, repeat: int) -> dict[str, Any]:
 def bench_fixed(group: str, log_n: int, repeat: int) -> dict[str, Any]:
     """The fixed-base multiplication of 2^log_n random scalars by the generator (key sections);
     the table's making timed once, beside."""
-    from kernels.cuda.msm import FixedBase
+    from kernels.cuda.fixed_base import FixedBase
 
     cp = _cp()
     start, end = cp.cuda.Event(), cp.cuda.Event()

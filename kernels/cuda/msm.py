@@ -1,4 +1,4 @@
-"""Host side of the G1/G2 multi-scalar multiplication and fixed-base multiplication (CuPy).
+"""Host side of the G1/G2 multi-scalar multiplication (CuPy; fixed base: kernels/cuda/fixed_base.py).
 
 ``msm(group, points, scalars)`` computes sum_i scalars[i] * points[i] on the device:
   1. scalars (Fr, Montgomery) are classed 0, 1 or other, and the others' canonical integers
@@ -6,8 +6,10 @@
      Montgomery words and lists the ones and the others);
   2. points with scalar 1 are summed with plain additions, scalars 0 are skipped;
   3. the rest (the tail) go through Pippenger with signed c-bit digits, a counting sort of the
-     (point, digit) pairs by bucket, XYZZ bucket accumulation in bounded work items, and a
-     sliced running-sum reduction of each window;
+     (point, digit) pairs by bucket (for large evenly spread tails one pass into fixed runs,
+     SORT_RUNS), XYZZ bucket accumulation in bounded work items, and a sliced running-sum
+     reduction of each window; a large G1 tail over a table with its endomorphism images is
+     first split GLV-wise into twice as many half-length scalars (GLV_MIN_TAIL);
   4. the windows are combined (Horner), the ones sum added and the result written affine: on
      the host by default (HOST_FINISH; Python integers beat one GPU thread here), or in one
      GPU thread.
@@ -589,45 +591,11 @@ def _phase_times(stats: MsmStats | None, marks: list[tuple[str, Any]]) -> None:
         stats.extra[name] = stats.extra.get(name, 0.0) + cp.cuda.get_elapsed_time(a, b)
 
 
-# Fixed base (msm/fixed_base.cuh): signed FIXED_C-bit windows, so a table of 16 windows of 2^15
-# affine entries (50 MB in G1, 100 MB in G2) and 15 mixed additions a point; FIXED_PER_THREAD
-# points share one inversion; FIXED_CHUNK points a launch bound the scratch (three field rows a
-# point: 2.4 GB in G2).
-FIXED_C = 16
-FIXED_PER_THREAD = 32
-FIXED_CHUNK = 1 << 23
+def __getattr__(name: str) -> Any:
+    """FixedBase moved to kernels.cuda.fixed_base; the sppark harness (../shared/peers) still
+    imports it from here."""
+    if name == "FixedBase":
+        from kernels.cuda.fixed_base import FixedBase
 
-
-class FixedBase:
-    """A precomputed table for out[i] = scalars[i] * base: table[w][d-1] = d * 2^(c w) * base for
-    d in [1, 2^(c-1)] (signed digits)."""
-
-    def __init__(self, group: str, base: Any, c: int = FIXED_C) -> None:
-        cp = _cp()
-        self.group = group
-        self.c = c
-        self.nwin = -(-256 // c)
-        aw = AFFINE_U64[group]
-        b = cp.ascontiguousarray(cp.asarray(base, dtype=cp.uint64).reshape(1, aw))
-        entries = self.nwin << (c - 1)
-        self.table = cp.empty((entries, aw), dtype=cp.uint64)
-        kernel(f"msm_{group}", f"{group}_fixed_table")(_grid(entries), (BLOCK,), (b, np.int32(c), np.int32(self.nwin), self.table))
-
-    def mul(self, scalars: Any, out: Any | None = None, per_thread: int = FIXED_PER_THREAD, chunk: int = FIXED_CHUNK) -> Any:
-        """Device uint64[n, words] affine points scalars[i] * base (written into out if given);
-        per_thread and chunk (points a thread, points a launch) for tests and benchmarks."""
-        cp = _cp()
-        scalars = cp.ascontiguousarray(scalars, dtype=cp.uint64)
-        n = int(scalars.shape[0])
-        aw = AFFINE_U64[self.group]
-        if out is None:
-            out = cp.empty((n, aw), dtype=cp.uint64)
-        fn = kernel(f"msm_{self.group}", f"{self.group}_fixed_mul")
-        step = max(1, min(chunk, n))
-        scratch = cp.empty(3 * step * aw // 2, dtype=cp.uint64) if n else None  # ZZ, ZZZ, product rows
-        for lo in range(0, n, step):
-            m = min(step, n - lo)
-            threads = -(-m // per_thread)
-            fn(_grid(threads), (BLOCK,), (self.table, np.int32(self.c), np.int32(self.nwin), scalars[lo:lo + m], np.uint64(m),
-                                         np.uint32(per_thread), out[lo:lo + m], scratch))
-        return out
+        return FixedBase
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

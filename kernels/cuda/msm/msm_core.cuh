@@ -4,7 +4,8 @@
 //   msm_scalars      Fr Montgomery -> canonical integers, and a class per scalar: 0, 1 or other;
 //   *_sum_ones       points whose scalar is 1, summed with plain additions (no buckets);
 //   msm_histogram    signed c-bit digits of the "other" scalars, counted per (window, bucket);
-//   msm_scatter      a counting sort: (point index | sign << 31) grouped by bucket;
+//   msm_scatter      a counting sort: (point index | sign << 31) grouped by bucket (for large,
+//                    evenly spread tails msm_scatter_runs_w: one pass into fixed runs, no histogram);
 //   msm_items        each bucket cut into work items of at most L entries (bounded per-thread
 //                    work even when many scalars share a digit);
 //   *_accumulate     one thread per item: XYZZ += affine point (negated for negative digits);
