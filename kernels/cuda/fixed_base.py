@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from kernels.cuda.module import kernel
-from kernels.cuda.msm import AFFINE_U64, BLOCK, _grid
+from kernels.cuda.points import AFFINE_U64, BLOCK
+from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
 
 # Fixed base (msm/fixed_base.cuh): signed FIXED_C-bit windows, so a table of 16 windows of 2^15

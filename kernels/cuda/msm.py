@@ -28,13 +28,12 @@ import numpy as np
 from kernels.constants import GLV_LAMBDA, R_MOD
 from kernels.cuda.finish import combine_windows
 from kernels.cuda.module import kernel
+from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
+from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import settle, to_host
 
-# uint64 words per affine point and per XYZZ point
-AFFINE_U64 = {"g1": 12, "g2": 24}
-XYZZ_U64 = {"g1": 24, "g2": 48}
-BLOCK = 128
+
 # Buckets per thread in the window reduction: each thread also multiplies its slice's sum by the
 # slice's offset (about log2(offset) doublings), so wide windows take longer slices.
 def slice_len(c: int) -> int:
@@ -103,9 +102,6 @@ BATCH_BLOCKS_PER_SM = {"g1": _define("MSM_BATCH_MINB", 2), "g2": 1}
 BATCH_WORKERS = BATCH_THREADS - 32 if _define("MSM_BATCH_PIPE", 0) else BATCH_THREADS
 
 
-
-def _grid(n: int, block: int = BLOCK) -> tuple[int]:
-    return (max(1, (n + block - 1) // block),)
 
 
 MAX_WINDOW = 16
