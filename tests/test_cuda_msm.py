@@ -226,6 +226,16 @@ def test_resident_endo_table_splits_above_the_threshold(monkeypatch: pytest.Monk
     assert np.array_equal(gpu.msm_g1(table, T.fr_words(sc)), T.ark_msm("g1", pts, sc))
     assert gpu.resident(T.ark_to_words("g1", pts[:100]), endo=True).endo is None  # below the threshold
 
+    def no_room(_points: object) -> None:
+        import cupy as cp
+
+        raise cp.cuda.memory.OutOfMemoryError(1 << 40, 1 << 37)
+
+    monkeypatch.setattr(msm, "endo_table", no_room)  # a card without room for the images
+    plain = gpu.resident(T.ark_to_words("g1", pts), endo=True)
+    assert plain.endo is None and len(plain) == 900
+    assert np.array_equal(gpu.msm_g1(plain, T.fr_words(sc)), T.ark_msm("g1", pts, sc))
+
 
 @pytest.mark.parametrize("glv", [False, True])
 def test_sort_into_runs_matches_arkworks(monkeypatch: pytest.MonkeyPatch, glv: bool) -> None:

@@ -203,12 +203,15 @@ class CudaBackend:
         if isinstance(points, ResidentPoints):
             return points
         dev = _dev(points)
+        table = ResidentPoints(dev)
         if endo and dev.ndim == 2 and dev.shape[1] == _msm.AFFINE_U64["g1"] and dev.shape[0] >= _msm.GLV_MIN_TAIL:
-            ext = _msm.endo_table(dev)
-            del dev
-            table = ResidentPoints(ext[: ext.shape[0] // 2], ext)
-        else:
-            table = ResidentPoints(dev)
+            try:
+                ext = _msm.endo_table(dev)
+            except _cp().cuda.memory.OutOfMemoryError:
+                pass  # no room for the images: the MSMs run unsplit on the plain table
+            else:
+                del dev
+                table = ResidentPoints(ext[: ext.shape[0] // 2], ext)
         thread_stream().synchronize()  # other threads' streams read it next
         return table
 
