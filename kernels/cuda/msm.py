@@ -101,9 +101,6 @@ BATCH_BLOCKS_PER_SM = {"g1": _define("MSM_BATCH_MINB", 2), "g2": 1}
 # With MSM_BATCH_PIPE=1 each block's last warp only inverts and owns no slots.
 BATCH_WORKERS = BATCH_THREADS - 32 if _define("MSM_BATCH_PIPE", 0) else BATCH_THREADS
 
-
-
-
 MAX_WINDOW = 16
 # From 2^26 scalars on, wider windows: at 2^26 (H200, 2026-12-01) c = 20 took 493.8 ms against
 # c = 16 516.0, c = 18 523.5 and c = 19 515.0 (13 windows instead of 16: accumulation 366 ms
