@@ -7,32 +7,23 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
 import pytest
+from host_build import BUILDS, host_library, needs_cxx, ptx_flag
 
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
-from kernels.cuda.source import assemble
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+pytestmark = needs_cxx
 P = ctypes.c_void_p
 LONG = 32
 
 
-@pytest.fixture(scope="module", params=["portable", "ptx_model"])
+@pytest.fixture(scope="module", params=BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp(f"cuda_abc_{request.param}")
-    src = d / "host_abc.cpp"
-    src.write_text(assemble("abc/host_abc.cpp"))
-    so = d / "host_abc.so"
-    flag = "-DSEALTOP_PTX_FF=" + ("1" if request.param == "ptx_model" else "0")
-    subprocess.run([str(CXX), "-O1", flag, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
-    lib = ctypes.CDLL(str(so))
+    lib = host_library(tmp_path_factory, "abc/host_abc.cpp", "-O1", ptx_flag(request.param))
     lib.host_rows_short.argtypes = [P] * 8 + [ctypes.c_uint64, ctypes.c_uint32]
     lib.host_rows_long.argtypes = [P] * 9 + [ctypes.c_uint64]
     return lib

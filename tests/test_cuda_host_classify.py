@@ -7,33 +7,24 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
 import pytest
+from host_build import BUILDS, host_library, needs_cxx, ptx_flag
 
 from kernels.constants import FR_R, R_MOD
 from kernels.cpu.convert import to_mont_fr
-from kernels.cuda.source import assemble
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+pytestmark = needs_cxx
 P = ctypes.c_void_p
 TILE = 4096
 ONE_WORDS = np.frombuffer((FR_R % R_MOD).to_bytes(32, "little"), "<u8")
 
 
-@pytest.fixture(scope="module", params=["portable", "ptx_model"])
+@pytest.fixture(scope="module", params=BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp(f"cuda_classify_{request.param}")
-    src = d / "host_classify.cpp"
-    src.write_text(assemble("msm/host_classify.cpp"))
-    so = d / "host_classify.so"
-    flag = "-DSEALTOP_PTX_FF=" + ("1" if request.param == "ptx_model" else "0")
-    subprocess.run([str(CXX), "-O1", flag, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
-    lib = ctypes.CDLL(str(so))
+    lib = host_library(tmp_path_factory, "msm/host_classify.cpp", "-O1", ptx_flag(request.param))
     lib.host_classify.argtypes = [P, ctypes.c_uint64, P, P]
     lib.host_compact.argtypes = [P, P, ctypes.c_uint64, P, P, P, P]
     return lib

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from host_build import host_library, needs_cxx
 
 from kernels.constants import R_MOD
 from kernels.cuda.source import assemble
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+pytestmark = needs_cxx
 HARNESS = """
 {header}
 extern "C" void recode(const uint32_t* s, int c, int nwin, uint32_t* mag, uint32_t* neg,
@@ -34,10 +32,7 @@ extern "C" void recode(const uint32_t* s, int c, int nwin, uint32_t* mag, uint32
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp("cuda_digits")
-    (d / "digits.cpp").write_text(HARNESS.format(header=assemble("msm/digits.cuh")))
-    subprocess.run([CXX, "-O1", "-shared", "-fPIC", "-o", str(d / "digits.so"), str(d / "digits.cpp")], check=True)
-    return ctypes.CDLL(str(d / "digits.so"))
+    return host_library(tmp_path_factory, "msm/digits.cuh", "-O1", text=HARNESS.format(header=assemble("msm/digits.cuh")))
 
 
 def _recode(lib: ctypes.CDLL, scalar: int, c: int) -> tuple[list[int], list[int]]:

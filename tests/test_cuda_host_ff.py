@@ -6,32 +6,23 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from host_build import BUILDS, host_library, needs_cxx, ptx_flag
 from oracle import binop_expected
 
 from kernels.constants import P_MOD, R_MOD
 from kernels.cpu.convert import from_mont_fp, from_mont_fr, to_mont_fp, to_mont_fr
-from kernels.cuda.source import assemble
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+pytestmark = needs_cxx
 
 
-@pytest.fixture(scope="module", params=["portable", "ptx_model"])
+@pytest.fixture(scope="module", params=BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     """The headers built twice: the portable C++ arithmetic, and the PTX instruction sequences the
     GPU runs, over ptx.cuh's host model of the carry flag (SEALTOP_PTX_FF=1)."""
-    d = tmp_path_factory.mktemp(f"cuda_host_{request.param}")
-    src = d / "selftest.cpp"
-    src.write_text(assemble("ff/host_selftest.cpp"))
-    so = d / "selftest.so"
-    flag = "-DSEALTOP_PTX_FF=" + ("1" if request.param == "ptx_model" else "0")
-    subprocess.run([CXX, "-O1", flag, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
-    return ctypes.CDLL(str(so))
+    return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag(request.param))
 
 
 def _call(lib: ctypes.CDLL, fn: str, op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:

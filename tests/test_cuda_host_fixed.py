@@ -6,29 +6,22 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
 import pytest
+from host_build import host_library, needs_cxx
 
 from kernels.constants import R_MOD
 from kernels.cuda import testing as T
-from kernels.cuda.source import assemble
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+pytestmark = needs_cxx
 WORDS = {"g1": 12, "g2": 24}  # uint64 words of an affine point
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp("cuda_host_fixed")
-    (d / "fixed.cpp").write_text(assemble("msm/host_fixed.cpp"))
-    subprocess.run([CXX, "-O2", "-DSEALTOP_PTX_FF=1", "-shared", "-fPIC", "-o", str(d / "fixed.so"), str(d / "fixed.cpp")],
-                   check=True)
-    return ctypes.CDLL(str(d / "fixed.so"))
+    return host_library(tmp_path_factory, "msm/host_fixed.cpp", "-O2", "-DSEALTOP_PTX_FF=1")
 
 
 def _p(a: np.ndarray) -> ctypes.c_void_p:

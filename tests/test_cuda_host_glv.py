@@ -6,27 +6,20 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from host_build import host_library, needs_cxx
 
 from kernels.constants import FP_BETA, GLV_LAMBDA, P_MOD, R_MOD
 from kernels.cuda import testing as T
-from kernels.cuda.source import assemble
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+pytestmark = needs_cxx
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp("cuda_host_glv")
-    (d / "glv.cpp").write_text(assemble("msm/host_glv.cpp"))
-    subprocess.run([CXX, "-O1", "-DSEALTOP_PTX_FF=1", "-shared", "-fPIC", "-o", str(d / "glv.so"), str(d / "glv.cpp")],
-                   check=True)
-    return ctypes.CDLL(str(d / "glv.so"))
+    return host_library(tmp_path_factory, "msm/host_glv.cpp", "-O1", "-DSEALTOP_PTX_FF=1")
 
 
 def _words(values: list[int]) -> np.ndarray:

@@ -8,33 +8,24 @@ from __future__ import annotations
 
 import ctypes
 import random
-import shutil
-import subprocess
 from typing import Any
 
 import numpy as np
 import pytest
+from host_build import BUILDS, host_library, needs_cxx, ptx_flag
 
 from kernels.constants import FR_COSET_SHIFT, R_MOD, root_of_unity
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
 from kernels.cuda import hstep
 from kernels.cuda.ntt import TABLE_BITS, pass_schedule, power_table_rows
-from kernels.cuda.source import assemble
 
-CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler for the host build")
+pytestmark = needs_cxx
 P = ctypes.c_void_p
 
 
-@pytest.fixture(scope="module", params=["portable", "ptx_model"])
+@pytest.fixture(scope="module", params=BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp(f"cuda_ntt_{request.param}")
-    src = d / "host_ntt.cpp"
-    src.write_text(assemble("ntt/host_ntt.cpp"))
-    so = d / "host_ntt.so"
-    flag = "-DSEALTOP_PTX_FF=" + ("1" if request.param == "ptx_model" else "0")
-    subprocess.run([str(CXX), "-O1", flag, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
-    lib = ctypes.CDLL(str(so))
+    lib = host_library(tmp_path_factory, "ntt/host_ntt.cpp", "-O1", ptx_flag(request.param))
     u64, i32 = ctypes.c_uint64, ctypes.c_int
     lib.host_ntt_dit.argtypes = [i32, P, P, P, u64, P, i32, i32, i32, i32, P, P, u64, i32, P]
     lib.host_ntt_dif.argtypes = [i32, P, u64, P, i32, i32, i32, i32, P, P, u64, i32]
