@@ -13,6 +13,16 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def json_kind(v: Any) -> str:
+    """What a JSON value is, for an error line ("got an array")."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    return {dict: "an object", list: "an array", str: "a string", int: "a number",
+            float: "a number"}.get(type(v), type(v).__name__)
+
+
 def strict_loads(text: str | bytes, error: type[ValueError]) -> Any:
     """The JSON document in ``text``; ``error`` (one line, naming line and column) for anything
     that is not strict JSON."""

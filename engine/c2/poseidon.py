@@ -22,6 +22,7 @@ from functools import cache
 from engine.c2.cs import Synth
 from engine.c2.neptune_params import neptune_params
 from engine.circuit.template import LC, ONE, OP_LIN, OP_MUL, Bit, Tracer, lc_sum, var
+from engine.seal.poseidon_sparse import inverse_mod_r, matmul_mod_r
 from kernels.constants import R_MOD
 
 Matrix = list[list[int]]
@@ -32,26 +33,6 @@ def _apply(m: Matrix, v: list[int]) -> list[int]:
     """neptune's ``apply_matrix``: out[j] = sum_i m[i][j] v[i]."""
     n = len(v)
     return [sum(m[i][j] * v[i] for i in range(n)) % R_MOD for j in range(n)]
-
-
-def _mat_mul(a: Matrix, b: Matrix) -> Matrix:
-    n = len(a)
-    return [[sum(a[i][k] * b[k][j] for k in range(n)) % R_MOD for j in range(n)] for i in range(n)]
-
-
-def _invert(m: Matrix) -> Matrix:
-    n = len(m)
-    a = [row[:] + [int(i == j) for j in range(n)] for i, row in enumerate(m)]
-    for col in range(n):
-        piv = next(r for r in range(col, n) if a[r][col] % R_MOD)
-        a[col], a[piv] = a[piv], a[col]
-        inv = pow(a[col][col], -1, R_MOD)
-        a[col] = [x * inv % R_MOD for x in a[col]]
-        for r in range(n):
-            if r != col and a[r][col]:
-                f = a[r][col]
-                a[r] = [(x - f * y) % R_MOD for x, y in zip(a[r], a[col])]
-    return [row[n:] for row in a]
 
 
 @dataclass(frozen=True)
@@ -76,7 +57,7 @@ def neptune_constants(arity: int) -> NeptuneConstants:
     m = [[pow(i + t + j, -1, R_MOD) for j in range(t)] for i in range(t)]  # mds.rs generate_mds
     if tuple(tuple(r) for r in m) != tuple(tuple(r) for r in p.mds):
         raise ValueError(f"Poseidon_{arity}: the stored MDS matrix is not neptune's Cauchy matrix")
-    m_inv = _invert(m)
+    m_inv = inverse_mod_r(m)
 
     def keys(r: int) -> list[int]:
         return list(p.round_constants[r * t : (r + 1) * t])
@@ -104,13 +85,13 @@ def neptune_constants(arity: int) -> NeptuneConstants:
     curr = m
     sparse = []
     for _ in range(rp):
-        m_hat_inv = _invert([row[1:] for row in curr[1:]])
+        m_hat_inv = inverse_mod_r([row[1:] for row in curr[1:]])
         v = curr[0][1:]
         w = [curr[i][0] for i in range(1, t)]
         w_hat = _apply(m_hat_inv, w)
         sparse.append((tuple([curr[0][0], *w_hat]), tuple(v)))
         m_prime = [[int(j == 0) for j in range(t)]] + [[0, *curr[i][1:]] for i in range(1, t)]
-        curr = _mat_mul(m, m_prime)
+        curr = matmul_mod_r(m, m_prime)
     sparse.reverse()
     return NeptuneConstants(t, rf, rp, p.domain_tag, tuple(res), tuple(tuple(r) for r in m),
                             tuple(tuple(r) for r in curr), tuple(sparse))

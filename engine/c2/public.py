@@ -42,7 +42,7 @@ from engine.seal.graph import node_parents
 from engine.seal.labels import replica_id as generate_replica_id
 from engine.seal.registry import SEAL_PROOFS, SealProof
 from engine.seal.vanilla import C1Output
-from engine.strictjson import read_strict, strict_loads
+from engine.strictjson import json_kind, read_strict, strict_loads
 from kernels.constants import R_MOD
 
 FR_CAPACITY = 254
@@ -217,7 +217,7 @@ def write_statement(path: str | os.PathLike, st: Statement) -> None:
 
 def _hex32(v: Any, key: str) -> bytes:
     if not isinstance(v, str):
-        raise StatementError(f"{key}: expected 64 hex digits in a string, got {_kind(v)}")
+        raise StatementError(f"{key}: expected 64 hex digits in a string, got {json_kind(v)}")
     t = v[2:] if v[:2].lower() == "0x" else v
     if not re.fullmatch(r"[0-9a-fA-F]{64}", t):
         raise StatementError(f"{key}: expected 32 bytes as 64 hex digits, got {v[:80]!r}")
@@ -230,26 +230,17 @@ def _sector_id(v: Any) -> int:
     elif isinstance(v, int) and not isinstance(v, bool):
         n = v
     else:
-        raise StatementError(f"sector_id: expected a sector number (a decimal string), got {_kind(v)}"
+        raise StatementError(f"sector_id: expected a sector number (a decimal string), got {json_kind(v)}"
                              + (f" {v[:40]!r}" if isinstance(v, str) else ""))
     if not 0 <= n < 1 << 64:
         raise StatementError(f"sector_id: {n} is not a u64")
     return n
 
 
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    return {dict: "an object", list: "an array", str: "a string", int: "a number",
-            float: "a number"}.get(type(v), type(v).__name__)
-
-
 def statement_from_json(doc: Any) -> Statement:
     """A Statement from the file's JSON value: exactly the seven keys, each well formed."""
     if not isinstance(doc, dict):
-        raise StatementError(f"expected a JSON object with {', '.join(STATEMENT_FIELDS)}, got {_kind(doc)}")
+        raise StatementError(f"expected a JSON object with {', '.join(STATEMENT_FIELDS)}, got {json_kind(doc)}")
     missing = [k for k in STATEMENT_FIELDS if k not in doc]
     if missing:
         raise StatementError(f"missing field {missing[0]!r}")
@@ -258,7 +249,7 @@ def statement_from_json(doc: Any) -> Statement:
         raise StatementError(f"unknown field {extra[0]!r}")
     name = doc["registered_proof"]
     if not isinstance(name, str):
-        raise StatementError(f"registered_proof: expected a string, got {_kind(name)}")
+        raise StatementError(f"registered_proof: expected a string, got {json_kind(name)}")
     if name not in SEAL_PROOFS:
         raise StatementError(f"registered_proof: {name[:80]!r} is not a seal proof this engine knows")
     values = {k: _hex32(doc[k], k) for k in ("prover_id", "ticket", "seed", "comm_d", "comm_r")}

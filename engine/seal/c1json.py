@@ -33,7 +33,7 @@ from engine.seal.vanilla import (
     ReplicaColumnProof,
     VanillaProof,
 )
-from engine.strictjson import read_strict, strict_loads
+from engine.strictjson import json_kind, read_strict, strict_loads
 
 MAX_C1_BYTES = 1 << 30
 """The largest C1 file read (a 64 GiB sector's is well under 100 MB)."""
@@ -132,7 +132,7 @@ def _fail(where: str, what: str) -> C1FormatError:
 
 def _obj(v: Any, where: str, keys: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(v, dict):
-        raise _fail(where, f"expected an object with {', '.join(keys)}, got {_kind(v)}")
+        raise _fail(where, f"expected an object with {', '.join(keys)}, got {json_kind(v)}")
     missing = [k for k in keys if k not in v]
     if missing:
         raise _fail(where, f"missing field {missing[0]!r}")
@@ -142,24 +142,15 @@ def _obj(v: Any, where: str, keys: tuple[str, ...]) -> dict[str, Any]:
     return v
 
 
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    return {dict: "an object", list: "an array", str: "a string", int: "a number",
-            float: "a number"}.get(type(v), type(v).__name__)
-
-
 def _list(v: Any, where: str) -> list[Any]:
     if not isinstance(v, list):
-        raise _fail(where, f"expected an array, got {_kind(v)}")
+        raise _fail(where, f"expected an array, got {json_kind(v)}")
     return v
 
 
 def _int(v: Any, where: str, top: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise _fail(where, f"expected an unsigned integer, got {_kind(v)}")
+        raise _fail(where, f"expected an unsigned integer, got {json_kind(v)}")
     if not 0 <= v <= top:
         raise _fail(where, f"{v} is out of range (0..{top})")
     return v
@@ -218,7 +209,7 @@ def _column_proof(v: Any, where: str) -> ColumnProof:
     w = f"{where}.column"
     c = _obj(o["column"], w, ("index", "rows", "_h"))
     if c["_h"] is not None:
-        raise _fail(f"{w}._h", f"expected null, got {_kind(c['_h'])}")
+        raise _fail(f"{w}._h", f"expected null, got {json_kind(c['_h'])}")
     column = Column(_int(c["index"], f"{w}.index", U32), _each(c["rows"], f"{w}.rows", _bytes32))
     return ColumnProof(column, read_merkle(o["inclusion_proof"], f"{where}.inclusion_proof"))
 
@@ -254,7 +245,7 @@ def from_json(doc: Any) -> C1Output:
                        "seed", "ticket"))
     name = o["registered_proof"]
     if not isinstance(name, str):
-        raise _fail("registered_proof", f"expected a string, got {_kind(name)}")
+        raise _fail("registered_proof", f"expected a string, got {json_kind(name)}")
     if name not in SEAL_PROOFS:
         raise _fail("registered_proof", f"{name!r} is not a seal proof this engine knows "
                                         f"({', '.join(SEAL_PROOFS)})")

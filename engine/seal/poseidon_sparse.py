@@ -47,7 +47,8 @@ class SparseConstants:
     sparse_cols: tuple[tuple[int, ...], ...]  # per partial round: A[1..t-1, 0] (index 0 unused: 0)
 
 
-def _matmul(a: Matrix, b: Matrix) -> Matrix:
+def matmul_mod_r(a: Matrix, b: Matrix) -> Matrix:
+    """The product a b of matrices over Fr (Python ints)."""
     n, k, m = len(a), len(b), len(b[0])
     return [[sum(a[i][x] * b[x][j] for x in range(k)) % R_MOD for j in range(m)] for i in range(n)]
 
@@ -56,7 +57,7 @@ def _matvec(a: Matrix, v: list[int]) -> list[int]:
     return [sum(a[i][j] * v[j] for j in range(len(v))) % R_MOD for i in range(len(a))]
 
 
-def _inverse(m: Matrix) -> Matrix:
+def inverse_mod_r(m: Matrix) -> Matrix:
     """Inverse mod r by Gauss-Jordan elimination (ValueError if singular)."""
     n = len(m)
     a = [row[:] + [int(i == j) for j in range(n)] for i, row in enumerate(m)]
@@ -97,11 +98,11 @@ def sparse_constants(arity: int) -> SparseConstants:
     n = mds
     for _ in range(rp):
         b_hat = [row[1:] for row in n[1:]]
-        w = _matvec([list(col) for col in zip(*_inverse(b_hat), strict=True)], n[0][1:])
+        w = _matvec([list(col) for col in zip(*inverse_mod_r(b_hat), strict=True)], n[0][1:])
         rows.append((n[0][0], *w))
         cols.append((0, *(n[i][0] for i in range(1, t))))
         b = [[1] + [0] * (t - 1)] + [[0, *b_hat[i - 1]] for i in range(1, t)]
-        n = _matmul(b, mds)
+        n = matmul_mod_r(b, mds)
     rows.reverse()
     cols.reverse()
     return SparseConstants(
