@@ -23,6 +23,7 @@ import secrets
 
 import numpy as np
 import pytest
+from r1cs_rows import gadget_rows, r1cs_row
 
 from engine.c2 import num
 from engine.c2.cs import PRIVATE, Source, Synth
@@ -43,19 +44,6 @@ NEG = R_MOD - 1
 
 def _fr() -> int:
     return secrets.randbelow(R_MOD)
-
-
-def _row(shape, i: int) -> tuple[dict[int, int], ...]:
-    out = []
-    for m in ("A", "B", "C"):
-        csr = getattr(shape.r1cs, m)
-        lo, hi = int(csr.indptr[i]), int(csr.indptr[i + 1])
-        out.append(dict(zip(np.asarray(csr.indices[lo:hi]).tolist(), from_mont_fr(np.asarray(csr.data[lo:hi])))))
-    return tuple(out)
-
-
-def _rows(shape) -> int:
-    return shape.r1cs.num_constraints - shape.r1cs.num_inputs
 
 
 def _solve(shape, public: list[int], values: list[int]) -> np.ndarray:
@@ -85,7 +73,7 @@ def _insert_circuit(size: int):
 def test_insert_counts_and_values(size: int) -> None:
     shape, element, bits, others, outs = _insert_circuit(size)
     nbits = len(bits)
-    assert _rows(shape) == nbits + cc.insert_constraints(size)  # the bits' boolean rows, then insert
+    assert gadget_rows(shape) == nbits + cc.insert_constraints(size)  # the bits' boolean rows, then insert
     assert shape.num_aux == 1 + nbits + (size - 1) + cc.insert_aux(size)
     x, ys = _fr(), [_fr() for _ in range(size - 1)]
     for index in range(size):
@@ -102,25 +90,25 @@ def test_insert_rows_are_insertion_rs() -> None:
     # insert_2: pick(b0, elements[0], element), pick(b0, element, elements[0]); a pick of
     # (a if cond else b) is (b - a) * cond = b - c
     shape, x, (b0,), (y,), (p0, p1) = _insert_circuit(2)
-    assert _row(shape, 0) == ({ONE: 1, b0: NEG}, {b0: 1}, {})  # AllocatedBit::alloc
-    assert _row(shape, 1) == ({x: 1, y: NEG}, {b0: 1}, {x: 1, p0: NEG})
-    assert _row(shape, 2) == ({y: 1, x: NEG}, {b0: 1}, {y: 1, p1: NEG})
+    assert r1cs_row(shape, 0) == ({ONE: 1, b0: NEG}, {b0: 1}, {})  # AllocatedBit::alloc
+    assert r1cs_row(shape, 1) == ({x: 1, y: NEG}, {b0: 1}, {x: 1, p0: NEG})
+    assert r1cs_row(shape, 2) == ({y: 1, x: NEG}, {b0: 1}, {y: 1, p1: NEG})
     # insert_4: p0_x0 = pick(b0, b, a), p0 = pick(b1, b, p0_x0)
     shape, a, (b0, b1), (b, c, d), outs = _insert_circuit(4)
     p0_x0 = outs[0] - 1
-    assert _row(shape, 2) == ({a: 1, b: NEG}, {b0: 1}, {a: 1, p0_x0: NEG})
-    assert _row(shape, 3) == ({p0_x0: 1, b: NEG}, {b1: 1}, {p0_x0: 1, outs[0]: NEG})
+    assert r1cs_row(shape, 2) == ({a: 1, b: NEG}, {b0: 1}, {a: 1, p0_x0: NEG})
+    assert r1cs_row(shape, 3) == ({p0_x0: 1, b: NEG}, {b1: 1}, {p0_x0: 1, outs[0]: NEG})
     # insert_8: b0 nor b1, b0 and b1, then p0_xx0 = pick(nor, a, b) and p0 = pick(b2, b, p0_xx0)
     shape, a, (b0, b1, b2), (b, *_), outs = _insert_circuit(8)
     nor, both, p0_xx0 = outs[0] - 3, outs[0] - 2, outs[0] - 1
-    assert _row(shape, 3) == ({ONE: 1, b0: NEG}, {ONE: 1, b1: NEG}, {nor: 1})
-    assert _row(shape, 4) == ({b0: 1}, {b1: 1}, {both: 1})
-    assert _row(shape, 5) == ({b: 1, a: NEG}, {nor: 1}, {b: 1, p0_xx0: NEG})
-    assert _row(shape, 6) == ({p0_xx0: 1, b: NEG}, {b2: 1}, {p0_xx0: 1, outs[0]: NEG})
+    assert r1cs_row(shape, 3) == ({ONE: 1, b0: NEG}, {ONE: 1, b1: NEG}, {nor: 1})
+    assert r1cs_row(shape, 4) == ({b0: 1}, {b1: 1}, {both: 1})
+    assert r1cs_row(shape, 5) == ({b: 1, a: NEG}, {nor: 1}, {b: 1, p0_xx0: NEG})
+    assert r1cs_row(shape, 6) == ({p0_xx0: 1, b: NEG}, {b2: 1}, {p0_xx0: 1, outs[0]: NEG})
     # the general select for 16, position 0's first pick: pick(b3, choices[8], choices[0]) = (y0, x)
     shape, x, bits, ys, outs = _insert_circuit(16)
     first = int(next(st for st in shape.stages if shape.templates[st.template].name == "insert").bases[0])
-    assert _row(shape, 4) == ({x: 1, ys[0]: NEG}, {bits[3]: 1}, {x: 1, first: NEG})
+    assert r1cs_row(shape, 4) == ({x: 1, ys[0]: NEG}, {bits[3]: 1}, {x: 1, first: NEG})
 
 
 # ---------------------------------------------------------------------------- PoR paths
@@ -179,7 +167,7 @@ def test_a_trees_path_verifies(shape: tuple[int, int, int], leaves: int) -> None
     tree = poseidon_tree(_nodes(leaves), shape)
     levels = list(tree.arities)
     s, circuit = _por_circuit(levels)
-    assert _rows(circuit) == cc.por_constraints(levels)
+    assert gadget_rows(circuit) == cc.por_constraints(levels)
     assert circuit.num_aux == cc.por_aux(levels) + 2
     proof = tree.proof(random.randrange(leaves))
     leaf, root = _int(proof.leaf), _int(tree.root)
@@ -214,16 +202,16 @@ def test_por_witness_programs_agree_and_rows_are_bellpersons() -> None:
     z = _solve(circuit, public, values)
     assert from_mont_fr(z) == witness_python(circuit, public, {PRIVATE: values})
     # the last two rows: pack_into_inputs' (sum 2^i bit_i) * 1 = input, then equal's root * 1 = comm
-    n = _rows(circuit)
+    n = gadget_rows(circuit)
     bit_vars = [v for v, src in zip(circuit.regions[PRIVATE].tolist(), s.sources, strict=True) if src[4:5] == ("bit",)]
     assert len(bit_vars) == 4
-    assert _row(circuit, n - 2) == ({v: 1 << i for i, v in enumerate(bit_vars)}, {ONE: 1}, {1: 1})
+    assert r1cs_row(circuit, n - 2) == ({v: 1 << i for i, v in enumerate(bit_vars)}, {ONE: 1}, {1: 1})
     hashes = [st for st in circuit.stages if circuit.templates[st.template].name == "poseidon"]
     _, last_base, tid = max((int(r), int(b), st.template) for st in hashes for r, b in zip(st.rows, st.bases))
     t = circuit.templates[tid]
     computed = last_base + t.outputs[0] - 1 - t.n_in  # the path's computed root (the last hash)
     root = int(circuit.regions[PRIVATE][0])
-    assert _row(circuit, n - 1) == ({computed: 1}, {ONE: 1}, {root: 1})
+    assert r1cs_row(circuit, n - 1) == ({computed: 1}, {ONE: 1}, {root: 1})
     assert from_mont_fr(z[[computed, root]]) == [_int(tree.root)] * 2
 
 
@@ -239,7 +227,7 @@ def test_a_4ary_path_verifies() -> None:
     proof = MerkleProof("poseidon", i, leaves[i].to_bytes(32, "little"), (4, 4),
                         tuple(tuple(x.to_bytes(32, "little") for x in lv) for lv in sib), root.to_bytes(32, "little"))
     s, circuit = _por_circuit([4, 4])
-    assert _rows(circuit) == cc.por_constraints([4, 4]) == 2 * (2 + 8 + 377) + 2
+    assert gadget_rows(circuit) == cc.por_constraints([4, 4]) == 2 * (2 + 8 + 377) + 2
     z = _solve(circuit, _packed(_path_bits(proof)), _values(s.sources, proof, leaves[i], root))
     check_witness(circuit.r1cs, z)
     with pytest.raises(WitnessError):
@@ -274,10 +262,10 @@ def test_filecoins_por_circuit_counts(levels: list[int], constraints: int) -> No
     # storage-proofs-core tests/por_circuit.rs over 64 * base-tree-count leaves: the base levels
     # over 64 leaves, then the sub and top levels
     _, public = _filecoin_por_circuit(levels, private=False)
-    assert (public.r1cs.num_inputs, _rows(public)) == (3, constraints)
+    assert (public.r1cs.num_inputs, gadget_rows(public)) == (3, constraints)
     if levels in ([2] * 6, [4] * 3, [8] * 2):  # test_por_circuit_*_private_root
         _, private = _filecoin_por_circuit(levels, private=True)
-        assert (private.r1cs.num_inputs, _rows(private)) == (2, constraints - 1)
+        assert (private.r1cs.num_inputs, gadget_rows(private)) == (2, constraints - 1)
 
 
 def test_filecoins_por_circuit_verifies() -> None:
@@ -300,7 +288,7 @@ def test_encode_row() -> None:
     key, value = s.alloc(("key",)), s.alloc(("value",))
     out = num.add(s, key, value)
     shape = s.finish()
-    assert _row(shape, 0) == ({key: 1, value: 1}, {ONE: 1}, {out: 1})
+    assert r1cs_row(shape, 0) == ({key: 1, value: 1}, {ONE: 1}, {out: 1})
     k, v = _fr(), _fr()
     z = _solve(shape, [], [k, v])
     check_witness(shape.r1cs, z)
@@ -317,7 +305,7 @@ def test_a_tree_d_path_verifies() -> None:
     por(s, 0, "comm_d", [2, 2], leaf, root, tree_d_node)
     circuit = s.finish()
     per_level = 1 + cc.insert_constraints(2) + cc.sha256_node_constraints(2)
-    assert _rows(circuit) == 2 * per_level + 2
+    assert gadget_rows(circuit) == 2 * per_level + 2
     proof = tree.proof(random.randrange(4))
     values = _values(s.sources, proof, _int(proof.leaf), _int(tree.root))
     check_witness(circuit.r1cs, _solve(circuit, _packed(_path_bits(proof)), values))

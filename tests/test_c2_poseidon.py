@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from r1cs_rows import gadget_rows, r1cs_row
 
 from engine.c2.cs import PRIVATE, Synth
 from engine.c2.neptune_params import generate_params, grain_round_constants, neptune_params
@@ -214,15 +215,6 @@ def test_a_wrong_witness_is_refused(arity: int) -> None:
 # ---------------------------------------------------------------------------- rows as circuit.rs writes them
 
 
-def _row(shape, i: int) -> tuple[dict[int, int], ...]:
-    out = []
-    for m in ("A", "B", "C"):
-        csr = getattr(shape.r1cs, m)
-        lo, hi = int(csr.indptr[i]), int(csr.indptr[i + 1])
-        out.append(dict(zip(np.asarray(csr.indices[lo:hi]).tolist(), from_mont_fr(np.asarray(csr.data[lo:hi])))))
-    return tuple(out)
-
-
 def _lc(*terms: tuple[int, int]) -> dict[int, int]:
     acc: dict[int, int] = {}
     for v, k in terms:
@@ -248,7 +240,7 @@ def test_rows_are_circuit_rs(arity: int) -> None:
         return base + 3 * arity + (half - 1) * 4 * t + 4 * p + w
 
     def rows_of(v: int) -> tuple[dict[int, int], ...]:
-        return _row(shape, v - base)  # one row per allocation, in order
+        return r1cs_row(shape, v - base)  # one row per allocation, in order
 
     # first full round, input i: square_sum, square, mul_sum with the round's pre and post keys
     for i in range(1, t):
@@ -301,7 +293,7 @@ def test_column_hash_and_hash2_are_the_seal_rooms(layers: int) -> None:
     comm_c, comm_r_last = s.alloc(("comm_c",)), s.alloc(("comm_r_last",))
     r = hash2(s, comm_c, comm_r_last)
     shape = s.finish()
-    assert _rows(shape) == poseidon_constraints(layers) + poseidon_constraints(2)
+    assert gadget_rows(shape) == poseidon_constraints(layers) + poseidon_constraints(2)
     labels = [secrets.randbelow(R_MOD) for _ in range(layers)]
     c, rl = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
     z = _witness(shape, [*labels, c, rl])
@@ -314,5 +306,3 @@ def test_column_hash_and_hash2_are_the_seal_rooms(layers: int) -> None:
         hash_single_column(Synth.new("bad", 0), col[:1] * 3)
 
 
-def _rows(shape) -> int:
-    return shape.r1cs.num_constraints - shape.r1cs.num_inputs

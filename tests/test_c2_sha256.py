@@ -20,6 +20,7 @@ from functools import cache
 import bellpepper_ref as br
 import numpy as np
 import pytest
+from r1cs_rows import r1cs_row
 
 from engine.c2 import num
 from engine.c2.boolean import MultiEq, addmany, and_, ch, const_word, maj, xor
@@ -90,16 +91,6 @@ def _val(zi: list[int], b: Bit) -> int:
     return b.value if b.is_const else zi[b.slot] ^ int(b.neg)
 
 
-def _row(shape: CircuitShape, i: int) -> tuple[dict[int, int], ...]:
-    out = []
-    for m in "ABC":
-        csr = getattr(shape.r1cs, m)
-        lo, hi = int(csr.indptr[i]), int(csr.indptr[i + 1])
-        keys = np.asarray(csr.indices[lo:hi]).tolist()
-        out.append(dict(zip(keys, from_mont_fr(np.asarray(csr.data[lo:hi])))))
-    return tuple(out)
-
-
 def _flip(z: np.ndarray, zi: list[int], v: int) -> np.ndarray:
     """``z`` with bit variable v flipped."""
     bad = z.copy()
@@ -141,7 +132,7 @@ def test_allocated_bit_rows_and_values() -> None:
     a, bb, c = (t.slot for t in triples[0])
     x = [o.slot for o in outs[0]]
     r = 24
-    rows = [_row(shape, r + i) for i in range(11)]
+    rows = [r1cs_row(shape, r + i) for i in range(11)]
     assert rows[0] == ({a: 2}, {bb: 1}, {a: 1, bb: 1, x[0]: NEG})  # xor(Is a, Is b)
     assert rows[1] == ({a: 1}, {bb: 1}, {x[1]: 1})  # and
     assert rows[2] == ({a: 2}, {bb: 1}, {a: 1, bb: 1, x[2]: NEG})  # xor(Is a, Not b) = Not xor(a, b)
@@ -203,7 +194,7 @@ def test_addmany_multieq_rows_and_capacity() -> None:
     for j in range(8):
         for i in range(34):
             v = first[j] + i
-            assert _row(shape, base + 34 * j + i) == ({ONE: 1, v: NEG}, {v: 1}, {})
+            assert r1cs_row(shape, base + 34 * j + i) == ({ONE: 1, v: NEG}, {v: 1}, {})
     lhs_one = (_K + (1 << const_at) + (1 << neg_at)) % R_MOD
     lhs = {ONE: lhs_one, x[neg_at].slot: NEG << neg_at}
     for i in range(32):
@@ -221,8 +212,8 @@ def test_addmany_multieq_rows_and_capacity() -> None:
                 c[first[j] + i] = (1 << (34 * k + i)) % R_MOD
         return a, {ONE: 1}, c
 
-    assert _row(shape, base + 8 * 34) == batch(range(7))
-    assert _row(shape, base + 8 * 34 + 1) == batch([7])
+    assert r1cs_row(shape, base + 8 * 34) == batch(range(7))
+    assert r1cs_row(shape, base + 8 * 34 + 1) == batch([7])
     # a wrong carry breaks the batch
     with pytest.raises(WitnessError):
         check_witness(shape.r1cs, _flip(z, zi, first[2] + 33))
@@ -246,14 +237,14 @@ def test_packing_rows() -> None:
     z = witness_numba(shape, fill_inputs(shape, chunks, {PRIVATE: b.values}))
     check_witness(shape.r1cs, z)
     assert from_mont_fr(z)[packed] == chunks[0]
-    row = _row(shape, n)
+    row = r1cs_row(shape, n)
     want = {bits[i].slot: 1 << i for i in range(254) if i not in (k, k + 1)}
     want[bits[k].slot] = NEG << k
     want[ONE] = (1 << k) + (1 << (k + 1))
     assert row == ({s: c % R_MOD for s, c in want.items()}, {ONE: 1}, {1: 1})
     tail = {bits[i].slot: 1 << i - 254 for i in range(254, n)}
-    assert _row(shape, n + 1) == (tail, {ONE: 1}, {2: 1})
-    assert _row(shape, n + 2) == (row[0], {ONE: 1}, {packed: 1})
+    assert r1cs_row(shape, n + 1) == (tail, {ONE: 1}, {2: 1})
+    assert r1cs_row(shape, n + 2) == (row[0], {ONE: 1}, {packed: 1})
     # a public input that is not the packed bits is refused
     bad = fill_inputs(shape, [chunks[0] ^ 1, chunks[1]], {PRIVATE: b.values})
     with pytest.raises(WitnessError):
