@@ -304,5 +304,3 @@ def test_column_hash_and_hash2_are_the_seal_rooms(layers: int) -> None:
     assert comm_r(c.to_bytes(32, "little"), rl.to_bytes(32, "little")) != comm_r(rl.to_bytes(32, "little"), c.to_bytes(32, "little"))
     with pytest.raises(ValueError, match="columns of 2 or 11"):
         hash_single_column(Synth.new("bad", 0), col[:1] * 3)
-
-

@@ -37,6 +37,7 @@ from functools import cached_property
 import numpy as np
 
 from engine.c2.cs import Source
+from engine.c2.public import StatementError, domain_to_fr
 from engine.seal.circuit_count import StackedShape
 from engine.seal.registry import SEAL_PROOFS, SealProof
 from engine.seal.vanilla import C1Output, MerkleProof, PathElement, VanillaProof
@@ -195,12 +196,12 @@ def _column_rows(part: Partition, ci: int, group: str, p: int) -> tuple[bytes, .
 
 # ---------------------------------------------------------------- one source, the reference
 def _fr(b: bytes, src: Source) -> int:
-    if len(b) != 32:
-        raise SourceError(f"{src}: a value of {len(b)} bytes, not 32")
-    v = int.from_bytes(b, "little")
-    if v >= R_MOD:
-        raise SourceError(f"{src}: value is not a field element (not below r)")
-    return v
+    """The 32 bytes as Filecoin's ``Into<Fr>`` reads them (engine.c2.public.domain_to_fr); an
+    error names the source."""
+    try:
+        return domain_to_fr(b, f"{src}: the value")
+    except StatementError as e:
+        raise SourceError(str(e)) from None
 
 
 def _ix(x: object) -> int:
