@@ -81,9 +81,9 @@ def _transposed(indptr, indices, data, x, bounds, out):
 
 
 @njit(cache=True, parallel=True)
-def _lagrange(starts, ratio, scales, step, tmp, out):
+def _lagrange(starts, ratio, scale, step, tmp, out):
     """out[i] = scale / (g_i − 1) with g_i = starts[c] · ratio^(i − c·step) in chunk c (rows
-    c·step ..), scale = scales[c]: one chunk per thread, Montgomery's batch inversion within it.
+    c·step ..): one chunk per thread, Montgomery's batch inversion within it.
     Forward: the differences go to ``tmp`` and their prefix products to ``out``; backward: one
     inversion per chunk, already times the scale. Four products per row; no g_i may be 1."""
     r = fr_load(ratio, 0)
@@ -98,7 +98,7 @@ def _lagrange(starts, ratio, scales, step, tmp, out):
             fr_store(out, i, acc)
             acc = fr_mul(acc, d)
             g = fr_mul(g, r)
-        inv = fr_mul(fr_inv(acc), fr_load(scales, c))
+        inv = fr_mul(fr_inv(acc), fr_load(scale, 0))
         for i in range(hi - 1, lo - 1, -1):
             fr_store(out, i, fr_mul(inv, fr_load(out, i)))
             inv = fr_mul(inv, fr_load(tmp, i))
@@ -119,16 +119,23 @@ def _m(x: int) -> np.ndarray:
     return to_mont_fr([x])
 
 
+def _chunk_starts(start: int, ratio: int, n: int) -> tuple[np.ndarray, int]:
+    """(start · ratio^(c · step) for each chunk c of n rows, Fr storage; step, the chunk's rows):
+    where each thread's run of a geometric sequence begins."""
+    step = chunk_rows(n)
+    jump = pow(ratio, step, R_MOD)
+    starts = [start % R_MOD]
+    while len(starts) * step < n:
+        starts.append(starts[-1] * jump % R_MOD)
+    return to_mont_fr(starts), step
+
+
 def geometric(start: int, ratio: int, n: int) -> np.ndarray:
     """[start · ratio^i for i < n] as Fr storage."""
     out = np.empty((n, 4), np.uint64)
     if n:
-        step = chunk_rows(n)
-        jump = pow(ratio, step, R_MOD)
-        starts = [start % R_MOD]
-        while len(starts) * step < n:
-            starts.append(starts[-1] * jump % R_MOD)
-        _geometric(to_mont_fr(starts), _m(ratio), step, out)
+        starts, step = _chunk_starts(start, ratio, n)
+        _geometric(starts, _m(ratio), step, out)
     return out
 
 
@@ -162,15 +169,10 @@ def lagrange_at(tau: int, log_n: int) -> np.ndarray:
     z_tau = (pow(tau, n, R_MOD) - 1) % R_MOD
     if z_tau == 0:
         raise ValueError("tau lies in the evaluation domain")
-    c = z_tau * pow(n, -1, R_MOD) % R_MOD
-    step = chunk_rows(n)
-    jump = pow(omega_inv, step, R_MOD)
-    starts = [tau % R_MOD]
-    while len(starts) * step < n:
-        starts.append(starts[-1] * jump % R_MOD)
+    starts, step = _chunk_starts(tau, omega_inv, n)
     out = np.empty((n, 4), np.uint64)
     tmp = np.empty((n, 4), np.uint64)
-    _lagrange(to_mont_fr(starts), _m(omega_inv), to_mont_fr([c] * len(starts)), step, tmp, out)
+    _lagrange(starts, _m(omega_inv), _m(z_tau * pow(n, -1, R_MOD) % R_MOD), step, tmp, out)
     return out
 
 
