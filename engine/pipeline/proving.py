@@ -308,8 +308,8 @@ def parse_device_source(source: str) -> DeviceSource | None:
 def device_bytes(r1cs: R1CS, slots: int = 1) -> tuple[int, int]:
     """(key bytes, bytes per GPU slot) a device-made key and its partitions hold on the GPU:
     the key's sections (docs/PLAN-32G.md's 70.16 GiB at porep-32g) plus H's GLV images (12 GiB
-    there), and per slot z, the uploaded
-    a, b, c and the H step's two padded 3 x n batches (39.6 GiB at porep-32g)."""
+    there), and per slot z, the uploaded a, b, c and the H step's two padded 3 x n batches
+    (39.6 GiB at porep-32g)."""
     from engine.groth16.keyfile import key_file_size
     from engine.groth16.qap import domain_log
 
