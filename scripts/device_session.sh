@@ -29,6 +29,10 @@
 #   ncu_msm        Nsight Compute (clocks left alone) on the two G1 accumulation kernels at 2^24:
 #                  XYZZ (window 16) and batch-affine (window 20); sections in $NCU_SECTIONS
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
+#   msm_profile    scripts/msm_profile.py: each MSM of a porep-32g partition alone, phase by phase
+#                  ($PROFILE_ONLY picks some of h,a,b1,l,b2)
+#   ncu_h          Nsight Compute (clocks left alone) on the H MSM's sort, accumulation, bucket-sum and
+#                  window kernels, GLV split at 2^27 (sections in $NCU_SECTIONS)
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
@@ -140,6 +144,16 @@ from kernels.cuda.bench import distinct_points_device, random_fr_device
 pts = distinct_points_device('g1', 1 << 24); sc = random_fr_device(1 << 24)
 for acc, w in (('xyzz', 16), ('batch', 20)):
     msm.msm('g1', pts, sc, window=w, accumulate=acc); cp.cuda.Device().synchronize(); print(acc, 'done', flush=True)" ;;
+    msm_profile) step msm_profile 240 python3 scripts/msm_profile.py --only "${PROFILE_ONLY:-h,a,b1,l,b2}" ;;
+    ncu_h) ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      secs=""; for sec in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats MemoryWorkloadAnalysis LaunchStats}; do secs="$secs --section $sec"; done
+      step ncu_h 240 "$ncu_bin" --clock-control none -k 'regex:scatter_runs|g1_accumulate|g1_segments|g1_bucket_sum' -c 4 $secs python3 -c "
+import cupy as cp
+from kernels.cuda import msm
+from kernels.cuda.bench import distinct_points_device, random_fr_device
+n = (1 << 27) - 1
+ext = msm.endo_table(distinct_points_device('g1', n))
+msm.msm('g1', ext[:n], random_fr_device(n), endo=ext); cp.cuda.Device().synchronize(); print('done', flush=True)" ;;
     prove_chain) step prove_chain 150 python3 -m engine bench prove --backend cuda --sizes 16,18,20 --repeat 3 ;;
     prove_presets) wait_warm; step prove_presets 360 python3 -m engine bench prove --backend cuda --preset medium,large --repeat 3 ;;
     prove_large) wait_warm; step prove_large 240 python3 -m engine bench prove --backend cuda --preset large --repeat 1 ;;

@@ -1,0 +1,83 @@
+"""Phase times of the MSMs of one porep-32g partition, each alone on the device.
+
+    PYTHONPATH=. python3 scripts/msm_profile.py [--repeat N] [--only h,a,b1,l,b2]
+
+The pipeline's per-group timings (docs/BENCHMARKS.md) are taken while the finalize thread's G2
+MSM shares the card, so they do not say what each MSM costs by itself. This runs each one alone
+on random data shaped like porep-32g's: H (2^27 - 1 random scalars over a table with its
+endomorphism images, the GLV split), and the witness MSMs A, B1, L (G1) and B2 (G2) with the
+witness's shares of zeros, ones and general values (scripts/h_small_bench.py) at the query
+sizes of Filecoin's circuit (docs/PLAN-H-SMALL.md). It prints, per MSM, the median total and
+each phase's median (MsmStats), in ms, CUDA events after one warm-up.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kernels.textfmt import OneLineParser  # noqa: E402
+
+# (name, group, scalars): porep-32g's query sizes (V = 130,105,147 variables; A keeps about half,
+# B a third, L the aux variables)
+SHAPES = (("a", "g1", 65_000_000), ("b1", "g1", 43_000_000), ("l", "g1", 130_000_000), ("b2", "g2", 43_000_000))
+H_SIZE = (1 << 27) - 1
+
+
+def profile(name: str, group: str, points: Any, scalars: Any, repeat: int, **kw: Any) -> str:
+    import cupy as cp
+
+    from kernels.cuda import msm
+
+    totals: list[float] = []
+    phases: dict[str, list[float]] = {}
+    st = msm.MsmStats()
+    for i in range(repeat + 1):
+        st = msm.MsmStats()
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        msm.msm(group, points, scalars, stats=st, **kw)
+        b.record()
+        b.synchronize()
+        if i:  # the first is the warm-up
+            totals.append(cp.cuda.get_elapsed_time(a, b))
+            for k, v in st.extra.items():
+                phases.setdefault(k, []).append(v)
+    ph = ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in phases.items())
+    return (f"{name} ({group}, {int(scalars.shape[0]):,} scalars: ones {st.ones:,}, tail {st.tail:,}, window {st.window}, "
+            f"items {st.items:,}, sort {st.sort}): {statistics.median(totals):.2f} ms; {ph}")
+
+
+def main() -> int:
+    ap = OneLineParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default="h,a,b1,l,b2")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+
+    from h_small_bench import witness_scalars
+
+    from kernels.cuda.bench import distinct_points_device, random_fr_device
+    from kernels.cuda.msm import endo_table
+
+    if "h" in only:
+        ext = endo_table(distinct_points_device("g1", H_SIZE))
+        print(profile("h", "g1", ext[:H_SIZE], random_fr_device(H_SIZE), args.repeat, endo=ext), flush=True)
+        del ext
+    tables: dict[str, Any] = {}
+    for name, group, n in SHAPES:
+        if name not in only:
+            continue
+        if group not in tables or int(tables[group].shape[0]) < n:
+            tables[group] = distinct_points_device(group, n)
+        print(profile(name, group, tables[group][:n], witness_scalars(n), args.repeat), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
