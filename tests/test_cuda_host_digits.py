@@ -64,3 +64,16 @@ def test_a_wrong_rule_is_caught(lib: ctypes.CDLL) -> None:
     assert neg[1] == 1 and mag[2] == 1
     broken = sum((-m if n else m) << (4 * w) for w, (m, n) in enumerate(zip(mag, neg)) if w != 2)
     assert broken != s
+
+
+@pytest.mark.parametrize("c", [2, 5, 13, 20, 22, 23])
+def test_window_digit_at_the_carry_boundary(lib: ctypes.CDLL, c: int) -> None:
+    # the lower windows' bits at M_w = sum_{i<w} 2^(ic + c - 1) (every lower digit exactly
+    # 2^(c-1): no carry) and one above it (a carry that ripples through all of them), under
+    # random upper bits: window_digit's comparison against the loop exactly where it flips
+    nwin = -(-256 // c)
+    for w in range(1, nwin):
+        m_w = sum(1 << (i * c + c - 1) for i in range(w))
+        for low in (m_w - 1, m_w, m_w + 1):
+            upper = random.randrange(1 << 255) >> (w * c) << (w * c)
+            _recode(lib, (upper | low) % (1 << 255), c)  # asserts window_digit == the loop

@@ -8,8 +8,9 @@
   3. the rest (the tail) go through Pippenger with signed c-bit digits, a counting sort of the
      (point, digit) pairs by bucket (for large evenly spread tails one pass into fixed runs,
      SORT_RUNS), XYZZ bucket accumulation in bounded work items, and a sliced running-sum
-     reduction of each window; a large G1 tail over a table with its endomorphism images is
-     first split GLV-wise into twice as many half-length scalars (GLV_MIN_TAIL);
+     reduction of each window; a large G1 MSM over a table with its endomorphism images (H's,
+     whose scalars are full-length) skips steps 1 and 2 and splits every scalar GLV-wise into
+     two half-length ones (GLV_MIN_TAIL);
   4. the windows are combined (Horner), the ones sum added and the result written affine: on
      the host by default (HOST_FINISH; Python integers beat one GPU thread here), or in one
      GPU thread.
@@ -94,6 +95,8 @@ def _define(name: str, default: int) -> int:
     return default
 
 
+# Entries a thread in the per-window sort kernels (msm_core.cuh's define of that name).
+SORT_PER_THREAD = _define("SORT_PER_THREAD", 4)
 # The batch kernel's block size and blocks per SM: its launch bounds, MSM_BATCH_THREADS and
 # MSM_BATCH_MINB (G1; G2 takes one block), build defines that variants may set.
 BATCH_THREADS = _define("MSM_BATCH_THREADS", 256)
@@ -347,8 +350,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
     "batch", "auto"; see ACCUMULATE) and ones ("sum", "list"; see ONES) override the defaults, for
     benchmarks and tests. endo (G1): a table of 2N rows whose first N are the points and the rest
-    their images under the endomorphism (endo_table); with it a tail of at least GLV_MIN_TAIL
-    scalars is split GLV-wise (glv forces it on or off). sort_runs forces the one-pass sort into
+    their images under the endomorphism (endo_table); with it at least GLV_MIN_TAIL scalars are
+    split GLV-wise, with no 0/1 split first (glv forces the split on or off). sort_runs forces the one-pass sort into
     fixed runs (SORT_RUNS) on or off."""
     cp = _cp()
     if group not in AFFINE_U64:
@@ -375,10 +378,17 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     if n == 0:
         return out
 
-    canon, ones_sum, tail_idx, m, m1 = (_split_list if how == "list" else _split_sum)(group, points, scalars, n, stats is not None)
-    mark("scalars_and_ones")
+    bits = 256  # digits cover this many scalar bits (signed: the top window's carry included)
+    if endo is not None and group == "g1" and (glv if glv is not None else n >= GLV_MIN_TAIL):
+        # a table with its images is H's: full-length scalars, no 0/1 split (see _glv_dense)
+        points, canon, m = _glv_dense(endo, scalars, n)
+        ones_sum, tail_idx, m1, bits = cp.zeros((1, xw), dtype=cp.uint64), None, 0, GLV_BITS
+        mark("glv_split")
+    else:
+        canon, ones_sum, tail_idx, m, m1 = (_split_list if how == "list" else _split_sum)(group, points, scalars, n, stats is not None)
+        mark("scalars_and_ones")
     if stats is not None:
-        stats.n, stats.tail, stats.ones = n, m, m1
+        stats.n, stats.tail, stats.ones = n, (n if bits == GLV_BITS else m), m1
     finish = kernel(f"msm_{group}", f"{group}_finish")
     if m == 0:
         if HOST_FINISH:
@@ -389,16 +399,10 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         mark("finish")
         _phase_times(stats, marks)
         return out
-    idx = tail_idx.astype(cp.uint32, copy=False) if m < n else None
+    idx = tail_idx.astype(cp.uint32, copy=False) if tail_idx is not None and m < n else None
     idx_arg = idx if idx is not None else np.uint64(0)
     del tail_idx
 
-    bits = 256  # digits cover this many scalar bits (signed: the top window's carry included)
-    if endo is not None and group == "g1" and (glv if glv is not None else m >= GLV_MIN_TAIL):
-        points, canon, idx, m = _glv_split(endo, canon, idx, m, n)
-        idx_arg = idx if idx is not None else np.uint64(0)
-        bits = GLV_BITS
-        mark("glv_split")
     batch = use_batch(group, m, accumulate)
     if bits == GLV_BITS:
         c = window or (GLV_WINDOW if m >= 1 << LARGE_LOG else default_window(m, group))
@@ -410,10 +414,11 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
 
     count = cp.zeros(nb, dtype=cp.uint32)
     by_window = SORT_BY_WINDOW and nb >= SORT_BY_WINDOW_BUCKETS
-    grid = (_grid(m, 256)[0], nwin)
+    grid = (_grid(m, 256 * SORT_PER_THREAD)[0], nwin)  # the per-window sort kernels take SORT_PER_THREAD entries a thread
     want_runs = sort_runs if sort_runs is not None else (SORT_RUNS and m >= SORT_RUNS_MIN)
     runs = bucket_runs(m, c, nwin, GLV_BOUND if bits == GLV_BITS else R_MOD - 1) if by_window and want_runs else None
     sorted_ = None
+    sorted_runs = False  # whether sorted_ holds the runs (no bucket overflowed its run)
     if runs is not None:  # one pass into fixed runs; on any overflow the exact sort below
         wbase, wcap, wnb, total = runs
         sorted_ = cp.empty(total, dtype=cp.uint32)
@@ -426,6 +431,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
                 stats.sort = "runs overflowed, exact"
         else:
             bucket_off = run_offsets(wbase, wcap, wnb, half)
+            sorted_runs = True
             if stats is not None:
                 stats.sort = "runs"
     if sorted_ is None:
@@ -481,18 +487,26 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         del order
     del sorted_, item_start, item_end
     mark("accumulate")
-    _reduce_heavy(group, partials, nitems, item_off, count)
-    del nitems
-    buckets = cp.empty((nb, xw), dtype=cp.uint64)
-    kernel(f"msm_{group}", f"{group}_bucket_sum")(_grid(nb), (BLOCK,), (partials, count, item_off, np.uint32(nb), np.uint32(L), buckets))
-    del partials, count, item_off
-    mark("bucket_sum")
-
     sl = slice_len(c)
     nseg = half // sl if half >= sl else 1
     segs = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
-    kernel(f"msm_{group}", f"{group}_segments")(_grid(nwin * nseg), (BLOCK,), (buckets, np.uint32(half), np.uint32(nseg), np.uint32(nwin), segs))
-    del buckets
+    segments = kernel(f"msm_{group}", f"{group}_segments")
+    if runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS:
+        # no bucket outgrew its run, and no run holds more than HEAVY_ITEMS items: no heavy
+        # buckets, so the window slices sum each bucket's items themselves (no bucket-sum pass)
+        segments(_grid(nwin * nseg), (BLOCK,), (partials, count, item_off, np.uint32(L), np.uint32(half), np.uint32(nseg),
+                                                np.uint32(nwin), segs))
+        del partials, count, item_off, nitems
+    else:
+        _reduce_heavy(group, partials, nitems, item_off, count)
+        del nitems
+        buckets = cp.empty((nb, xw), dtype=cp.uint64)
+        kernel(f"msm_{group}", f"{group}_bucket_sum")(_grid(nb), (BLOCK,), (partials, count, item_off, np.uint32(nb), np.uint32(L), buckets))
+        del partials, count, item_off
+        mark("bucket_sum")
+        segments(_grid(nwin * nseg), (BLOCK,), (buckets, np.uint64(0), np.uint64(0), np.uint32(L), np.uint32(half), np.uint32(nseg),
+                                                np.uint32(nwin), segs))
+        del buckets
     # a tree of FAN-way levels per window (nseg is a power of two, so every level divides it)
     red = kernel(f"msm_{group}", f"{group}_reduce")
     wins, cur = segs, nseg
@@ -515,8 +529,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     return out
 
 
-# The GLV split (msm/glv.cuh) for G1 tails of at least GLV_MIN_TAIL scalars when the caller has the
-# points' endomorphism table (endo_table): 2m scalars below 2^128, digits over GLV_BITS bits (the
+# The GLV split (msm/glv.cuh) for G1 MSMs of at least GLV_MIN_TAIL scalars when the caller has the
+# points' endomorphism table (endo_table): 2n scalars below 2^128, digits over GLV_BITS bits (the
 # top window's carry included), windows of GLV_WINDOW bits from 2^LARGE_LOG split scalars on
 # (6 windows: 12 bucket additions a point, against 13 without the split at c = 20). Measured on
 # the H200 (2026-12-04, random scalars, the same points): 2^27 with the sort into runs 827.5 ms
@@ -540,20 +554,19 @@ def endo_table(points: Any) -> Any:
     return ext
 
 
-def _glv_split(endo: Any, canon: Any, idx: Any | None, m: int, n: int) -> tuple[Any, Any, Any | None, int]:
-    """(points, canonical scalars, tail indices, tail count) of the split MSM: tail scalar s at
-    point p becomes s mod lambda at p and s div lambda at N + p, the image's row in endo."""
+def _glv_dense(endo: Any, scalars: Any, n: int) -> tuple[Any, Any, int]:
+    """(points, canonical scalars, entries) of the split MSM: scalar s at point p becomes s mod
+    lambda at p and s div lambda at N + p, the image's row in endo; rows n..N-1 of both halves are
+    zero (no digits). One pass over the Montgomery scalars: tables with images are H's, whose
+    scalars are full-length, so the 0/1 split is skipped (measured on the H200, 2026-12-04, at
+    2^27: classing and listing them took 18.9 ms and the split of the list 3.4)."""
     cp = _cp()
     N = int(endo.shape[0]) // 2
     if n > N:
         raise ValueError(f"the endomorphism table holds {N} points, the MSM has {n} scalars")
-    canon2 = cp.empty((N + n, 4), dtype=cp.uint64)
-    kernel("msm_g1", "g1_glv_split")(_grid(m, 256), (256,), (canon, idx if idx is not None else np.uint64(0), np.uint32(m),
-                                                           np.uint64(N), canon2))
-    if idx is None and m == N:
-        return endo, canon2, None, 2 * m  # every row of endo in order
-    first = idx if idx is not None else cp.arange(m, dtype=cp.uint32)
-    return endo, canon2, cp.concatenate([first, first + np.uint32(N)]), 2 * m
+    canon2 = cp.empty((2 * N, 4), dtype=cp.uint64)
+    kernel("msm_g1", "g1_glv_dense")(_grid(N, 256), (256,), (scalars, np.uint64(n), np.uint64(N), canon2))
+    return endo, canon2, 2 * N
 
 
 def _reduce_heavy(group: str, partials: Any, nitems: Any, item_off: Any, count: Any) -> None:

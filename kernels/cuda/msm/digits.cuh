@@ -26,10 +26,31 @@ HD uint32_t signed_digit(uint32_t bits, int c, uint32_t* carry, uint32_t* neg) {
     return *neg ? full - raw : raw;
 }
 
-// Window w's digit alone: the carry into it recomputed from the lower windows' bits, exactly as
-// a loop over the windows produces it.
+// Window w's digit alone, as a loop over the windows produces it, with no loop and no array
+// indexed at run time (a per-window sort kernel would otherwise keep its scalars in local memory):
+// the carry into window w is 1 exactly when s mod 2^(wc) exceeds M_w = sum_{i<w} 2^(ic + c - 1),
+// since each lower signed digit is at most 2^(c-1) (by induction over the windows: a window
+// whose bits exceed 2^(c-1) carries whatever came in, one that equals it carries what came in,
+// one below it does not). tests/test_cuda_host_digits.py checks it against the loop.
 HD uint32_t window_digit(const uint32_t s[8], int c, int w, uint32_t* neg) {
-    uint32_t carry = 0;
-    for (int i = 0; i < w; i++) signed_digit(scalar_bits(s, i * c, c), c, &carry, neg);
-    return signed_digit(scalar_bits(s, w * c, c), c, &carry, neg);
+    const int off = w * c, limb = off >> 5, sh = off & 31;
+    uint32_t lo = 0, hi = 0;
+    int gt = 0, lt = 0;  // s mod 2^off against M_w, from the top word down
+    UNROLL for (int j = 7; j >= 0; j--) {
+        if (j == limb) lo = s[j];
+        if (j == limb + 1) hi = s[j];
+        const uint32_t a = 32 * j + 32 <= off ? s[j] : 32 * j >= off ? 0u : s[j] & ((1u << (off - 32 * j)) - 1);
+        uint32_t mj = 0;
+        for (int i = 0; i < w; i++) {
+            const int pos = i * c + c - 1;
+            mj |= (pos >> 5) == j ? 1u << (pos & 31) : 0u;
+        }
+        if (!gt && !lt) {
+            gt = a > mj;
+            lt = a < mj;
+        }
+    }
+    const uint32_t bits = limb < 8 ? ((sh ? (lo >> sh) | (hi << (32 - sh)) : lo) & ((1u << c) - 1)) : 0u;
+    uint32_t carry = gt;
+    return signed_digit(bits, c, &carry, neg);
 }

@@ -73,27 +73,51 @@ __global__ void msm_scatter(const uint32_t* canon, const uint32_t* idx, uint32_t
 // time then share one window's counters (2^(c-1) words, L2-resident even at c = 20), at the cost
 // of reading each scalar once per window. The carry into window w is recomputed from the lower
 // windows' bits, exactly as the loops above produce it.
+//
+// Each thread takes SORT_PER_THREAD entries (block b's are b * 256 * K + k * 256 + threadIdx.x, so
+// every load stays coalesced) and issues all their loads, then all their atomics, then all their
+// stores. With one entry a thread the scatter is a chain of dependent accesses (index, scalar,
+// counter, store) and waits on memory: Nsight Compute on the H200 (2026-12-04, H's GLV split at
+// 2^27, 1.6 G entries) found 103 of every 129 cycles between a warp's instructions stalled on
+// L1TEX, 1.38 TB/s of memory traffic and DRAM 29% busy, in 103.8 ms.
+#ifndef SORT_PER_THREAD
+#define SORT_PER_THREAD 4
+#endif
+
+// Window blockIdx.y's digit magnitude (0: none) and sign of each of the thread's entries, and
+// their point indices (sign in bit 31 added by the caller).
+__device__ __forceinline__ void window_digits(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c,
+                                              uint32_t p[SORT_PER_THREAD], uint32_t mag[SORT_PER_THREAD],
+                                              uint32_t neg[SORT_PER_THREAD]) {
+    const uint32_t base = blockIdx.x * (blockDim.x * SORT_PER_THREAD) + threadIdx.x;
+    uint32_t s[SORT_PER_THREAD][8];
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++) {
+        const uint32_t t = base + k * blockDim.x;
+        p[k] = t < m ? (idx ? idx[t] : t) : 0;
+    }
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++) {
+        if (base + k * blockDim.x < m) load_scalar(canon, p[k], s[k]);
+        else UNROLL for (int i = 0; i < 8; i++) s[k][i] = 0;  // digit 0: no entry
+    }
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++) mag[k] = window_digit(s[k], c, blockIdx.y, &neg[k]);
+}
+
 __global__ void msm_histogram_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, uint32_t* count) {
-    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m) return;
-    uint32_t s[8], neg;
-    load_scalar(canon, idx ? idx[t] : t, s);
-    const int w = blockIdx.y;
-    uint32_t mag = window_digit(s, c, w, &neg);
-    if (mag) atomicAdd(&count[((uint64_t)w << (c - 1)) + mag - 1], 1u);
+    uint32_t p[SORT_PER_THREAD], mag[SORT_PER_THREAD], neg[SORT_PER_THREAD];
+    window_digits(canon, idx, m, c, p, mag, neg);
+    uint32_t* wc = count + ((uint64_t)blockIdx.y << (c - 1));
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++)
+        if (mag[k]) atomicAdd(&wc[mag[k] - 1], 1u);
 }
 
 __global__ void msm_scatter_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, uint32_t* cursor, uint32_t* sorted) {
-    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m) return;
-    uint32_t p = idx ? idx[t] : t, s[8], neg;
-    load_scalar(canon, p, s);
-    const int w = blockIdx.y;
-    uint32_t mag = window_digit(s, c, w, &neg);
-    if (mag) {
-        uint32_t pos = atomicAdd(&cursor[((uint64_t)w << (c - 1)) + mag - 1], 1u);
-        sorted[pos] = p | (neg << 31);
-    }
+    uint32_t p[SORT_PER_THREAD], mag[SORT_PER_THREAD], neg[SORT_PER_THREAD], pos[SORT_PER_THREAD];
+    window_digits(canon, idx, m, c, p, mag, neg);
+    uint32_t* wc = cursor + ((uint64_t)blockIdx.y << (c - 1));
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++)
+        if (mag[k]) pos[k] = atomicAdd(&wc[mag[k] - 1], 1u);
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++)
+        if (mag[k]) sorted[pos[k]] = p[k] | (neg[k] << 31);
 }
 
 // The scatter with no histogram pass first, for scalars whose digits spread evenly (H's: random
@@ -104,16 +128,18 @@ __global__ void msm_scatter_w(const uint32_t* canon, const uint32_t* idx, uint32
 __global__ void msm_scatter_runs_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, const uint32_t* wbase,
                                    const uint32_t* wcap, const uint32_t* wnb, uint32_t* count, uint32_t* sorted,
                                    uint32_t* overflow) {
-    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m) return;
-    uint32_t p = idx ? idx[t] : t, s[8], neg;
-    load_scalar(canon, p, s);
+    uint32_t p[SORT_PER_THREAD], mag[SORT_PER_THREAD], neg[SORT_PER_THREAD], pos[SORT_PER_THREAD];
+    window_digits(canon, idx, m, c, p, mag, neg);
     const int w = blockIdx.y;
-    uint32_t mag = window_digit(s, c, w, &neg);
-    if (!mag) return;
-    const uint32_t pos = atomicAdd(&count[((uint64_t)w << (c - 1)) + mag - 1], 1u);
-    if (mag - 1 < wnb[w] && pos < wcap[w]) sorted[wbase[w] + (mag - 1) * wcap[w] + pos] = p | (neg << 31);
-    else *overflow = 1;
+    uint32_t* wc = count + ((uint64_t)w << (c - 1));
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++)
+        if (mag[k]) pos[k] = atomicAdd(&wc[mag[k] - 1], 1u);
+    const uint32_t base = wbase[w], cap = wcap[w], nb = wnb[w];
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++) {
+        if (!mag[k]) continue;
+        if (mag[k] - 1 < nb && pos[k] < cap) sorted[base + (mag[k] - 1) * cap + pos[k]] = p[k] | (neg[k] << 31);
+        else *overflow = 1;
+    }
 }
 
 // Work items: bucket b owns items item_off[b] .. item_off[b] + ceil(count[b] / L) - 1.
@@ -175,6 +201,21 @@ __device__ __forceinline__ void accumulate(const uint32_t* points, const uint32_
     acc.store(partial + (uint64_t)it * X::WORDS);
 }
 
+// An XYZZ row by 16-byte loads (rows are 192 or 384 bytes, so 16-byte aligned): a warp's 4-byte
+// loads of 32 rows each touch 32 lines, and Nsight Compute on the H200 found the bucket-sum
+// kernel bound by them (L1 77% busy, DRAM 12%).
+template <class F>
+__device__ __forceinline__ Xyzz<F> load_row(const uint32_t* p) {
+    typedef Xyzz<F> X;
+    uint32_t w[X::WORDS];
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    UNROLL for (int i = 0; i < X::WORDS / 4; i++) {
+        const uint4 t = q[i];
+        w[4 * i] = t.x; w[4 * i + 1] = t.y; w[4 * i + 2] = t.z; w[4 * i + 3] = t.w;
+    }
+    return X::load(w);
+}
+
 template <class F>
 __device__ __forceinline__ void bucket_sum(const uint32_t* partial, const uint32_t* count, const uint32_t* item_off, uint32_t nb, uint32_t L,
                                            uint32_t* buckets) {
@@ -183,21 +224,30 @@ __device__ __forceinline__ void bucket_sum(const uint32_t* partial, const uint32
     if (b >= nb) return;
     uint32_t k = (count[b] + L - 1) / L, off = item_off[b];
     X acc = X::infinity();
-    for (uint32_t j = 0; j < k; j++) acc.add(X::load(partial + (uint64_t)(off + j) * X::WORDS));
+    for (uint32_t j = 0; j < k; j++) acc.add(load_row<F>(partial + (uint64_t)(off + j) * X::WORDS));
     acc.store(buckets + (uint64_t)b * X::WORDS);
 }
 
 // Slice j of window w covers buckets [lo, lo + len): out = sum_b (b + 1) bucket[b] over the slice.
+// Bucket g (window-major) is rows[g], or, with count (no heavy buckets: the bucket-sum pass folded
+// in), the sum of its ceil(count[g] / L) work items' rows from rows[item_off[g]].
 template <class F>
-__device__ __forceinline__ void segments(const uint32_t* buckets, uint32_t half, uint32_t nseg, uint32_t nwin, uint32_t* out) {
+__device__ __forceinline__ void segments(const uint32_t* rows, const uint32_t* count, const uint32_t* item_off, uint32_t L,
+                                         uint32_t half, uint32_t nseg, uint32_t nwin, uint32_t* out) {
     typedef Xyzz<F> X;
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= nseg * nwin) return;
     uint32_t w = t / nseg, j = t % nseg, len = half / nseg, lo = j * len;
-    const uint32_t* base = buckets + (uint64_t)w * half * X::WORDS;
+    const uint64_t first = (uint64_t)w * half;
     X S = X::infinity(), T = X::infinity();
     for (int b = (int)(lo + len) - 1; b >= (int)lo; b--) {
-        S.add(X::load(base + (uint64_t)b * X::WORDS));
+        const uint64_t g = first + b;
+        if (!count) {
+            S.add(load_row<F>(rows + g * X::WORDS));
+        } else {
+            const uint32_t k = (count[g] + L - 1) / L, off = item_off[g];
+            for (uint32_t i = 0; i < k; i++) S.add(load_row<F>(rows + (uint64_t)(off + i) * X::WORDS));
+        }
         T.add(S);
     }
     // T = sum (b - lo + 1) bucket[b]; add lo * S, doubling from lo's top bit only (at c = 22
@@ -260,6 +310,11 @@ __device__ __forceinline__ void finish(const uint32_t* win, int nwin, int c, con
 #define MSM_ACC_BOUNDS __launch_bounds__(128, 3)
 #endif
 
+// The window slices' launch bounds (a build define, for measuring variants; none by default).
+#ifndef MSM_SEG_BOUNDS
+#define MSM_SEG_BOUNDS
+#endif
+
 #define MSM_GROUP_KERNELS(G, F)                                                                                              \
     extern "C" __global__ void G##_sum_ones(const uint32_t* points, const uint8_t* cls, uint64_t n, uint32_t chunk,           \
                                             uint32_t* partial) { sum_ones<F>(points, cls, n, chunk, partial); }                \
@@ -271,8 +326,10 @@ __device__ __forceinline__ void finish(const uint32_t* win, int nwin, int c, con
                                               uint32_t nb, uint32_t L, uint32_t* buckets) {                                  \
         bucket_sum<F>(partial, count, item_off, nb, L, buckets);                                                             \
     }                                                                                                                        \
-    extern "C" __global__ void G##_segments(const uint32_t* buckets, uint32_t half, uint32_t nseg, uint32_t nwin,           \
-                                            uint32_t* out) { segments<F>(buckets, half, nseg, nwin, out); }                  \
+    extern "C" __global__ void MSM_SEG_BOUNDS G##_segments(const uint32_t* rows, const uint32_t* count, const uint32_t* item_off,           \
+                                            uint32_t L, uint32_t half, uint32_t nseg, uint32_t nwin, uint32_t* out) {          \
+        segments<F>(rows, count, item_off, L, half, nseg, nwin, out);                                                        \
+    }                                                                                                                        \
     extern "C" __global__ void G##_reduce(const uint32_t* in, uint64_t count, uint32_t per, uint32_t* out) {                \
         reduce<F>(in, count, per, out);                                                                                      \
     }                                                                                                                        \

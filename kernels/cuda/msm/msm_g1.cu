@@ -16,20 +16,24 @@ MSM_GROUP_KERNELS(g1, Fp)
 MSM_BATCH_KERNEL(g1, Fp)
 FIXED_BASE_KERNELS(g1, Fp)
 
-// The GLV split (glv.cuh), G1 only: thread t splits tail scalar t (at point index p = idx[t], or
-// t) into canon2[p] (s mod lambda) and canon2[N + p] (s div lambda), the rows of the points and
-// their images in a table of 2N rows.
-extern "C" __global__ void g1_glv_split(const uint32_t* canon, const uint32_t* idx, uint32_t m, uint64_t N, uint32_t* canon2) {
-    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= m) return;
-    const uint64_t p = idx ? idx[t] : t;
-    // whole 16-byte words in and out: eight 4-byte accesses a row would each touch another
-    // sector (and a partial store costs the memory a read)
-    uint32_t s[8], s1[8], s2[8];
-    load_scalar(canon, p, s);
-    glv::split(s, s1, s2);
-    uint4* a = reinterpret_cast<uint4*>(canon2 + p * 8);
-    uint4* b = reinterpret_cast<uint4*>(canon2 + (N + p) * 8);
+// The GLV split (glv.cuh), G1 only, straight from the Montgomery scalars: thread t < N writes
+// canon2[t] = s_t mod lambda and canon2[N + t] = s_t div lambda (both zero for t >= n), the rows
+// of the points and their images in a table of 2N rows. Tables with images are H's, whose scalars
+// are full-length field elements, so no 0/1 split comes first: this is the scalars' one pass.
+extern "C" __global__ void g1_glv_dense(const uint32_t* scalars, uint64_t n, uint64_t N, uint32_t* canon2) {
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= N) return;
+    uint32_t s1[8], s2[8];
+    if (t < n) {
+        const Fr s = Fr::load(scalars + t * 8).from_mont();
+        glv::split(s.v, s1, s2);
+    } else {
+        UNROLL for (int i = 0; i < 8; i++) s1[i] = s2[i] = 0;
+    }
+    // whole 16-byte words out: eight 4-byte stores a row would each touch another sector (and a
+    // partial store costs the memory a read)
+    uint4* a = reinterpret_cast<uint4*>(canon2 + t * 8);
+    uint4* b = reinterpret_cast<uint4*>(canon2 + (N + t) * 8);
     a[0] = make_uint4(s1[0], s1[1], s1[2], s1[3]);
     a[1] = make_uint4(s1[4], s1[5], s1[6], s1[7]);
     b[0] = make_uint4(s2[0], s2[1], s2[2], s2[3]);
