@@ -120,10 +120,24 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
     uint32_t* accy = a.acc + (uint64_t)W * a.ns;
     F inv = FIN && !first ? F::load(a.prod + (uint64_t)g * W) : F::one();
     F run = F::one();
+    // the next slot's state byte, pending entry and round-r entry are read one slot ahead, so a
+    // slot's point gathers wait on one load, not a chain of two or three (state, then entry, then
+    // point; start, then entry, then point)
+    const bool rev = a.flags & ROUNDS_REVERSE;
+    uint32_t jn = (rev ? kn - 1 : 0) * a.NT + g;
+    uint8_t st_n = first ? 0 : a.state[jn];
+    uint32_t ent_n = FIN && !first ? a.ent[jn] : 0;
+    uint32_t v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
     for (uint32_t s = 0; s < kn; s++) {
-        const uint32_t k = (a.flags & ROUNDS_REVERSE) ? kn - 1 - s : s;
-        const uint32_t j = k * a.NT + g;
-        const uint8_t st = first ? 0 : a.state[j];
+        const uint32_t j = jn;
+        const uint8_t st = st_n;
+        const uint32_t ent = ent_n, vr = v_n;
+        if (s + 1 < kn) {
+            jn = (rev ? kn - 2 - s : s + 1) * a.NT + g;
+            st_n = first ? 0 : a.state[jn];
+            ent_n = FIN && !first ? a.ent[jn] : 0;
+            v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
+        }
         const bool full = st & ROUNDS_FULL;
         const bool pending = FIN && (st & ROUNDS_KIND) != ROUNDS_NONE;
         const bool out = j >= a.ncont;
@@ -138,7 +152,7 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
             }
         }
         if (pending) {
-            const uint32_t v = a.ent[j];
+            const uint32_t v = ent;
             const F x2 = rounds_coord<F>(a.points, v, 0);
             F d, num;
             if ((st & ROUNDS_KIND) == ROUNDS_ADD) {
@@ -173,7 +187,7 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
             }
             continue;
         }
-        const uint32_t v = ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + j) + a.r);
+        const uint32_t v = vr;
         const F x2 = rounds_coord<F>(a.points, v, 0);
         uint8_t nst = full ? ROUNDS_FULL : 0;
         F d = x2 - x1;
