@@ -230,6 +230,21 @@ def test_batch_inverse_levels() -> None:
         batch_inverse.BatchInverse("fr", 4)
 
 
+def test_modes() -> None:
+    from kernels.cuda import msm
+
+    assert msm_rounds.mode("rounds") == {"fused": True}
+    assert msm_rounds.mode("rounds3-g3-s32") == {"fused": False, "groups": 3, "slots": 32}
+    assert msm_rounds.mode("xyzz") is None
+    for bad in ("rounds4", "rounds-g0", "rounds-x2", "rounds-g", "roundsg2"):
+        with pytest.raises(ValueError):
+            msm_rounds.mode(bad)
+    assert msm.accumulation(10, "rounds-s8") == "rounds-s8"
+    assert msm.accumulation(1 << 30, "auto") == "batch" and not msm.use_batch("g1", 10, "rounds")
+    with pytest.raises(ValueError):
+        msm.accumulation(10, "affine")
+
+
 def test_item_length() -> None:
     assert msm_rounds.item_length(1 << 28, 1 << 21) == 151  # 128 + 2 x 11.3
     assert msm_rounds.item_length(100, 1 << 15) == 8

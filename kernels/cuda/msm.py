@@ -236,9 +236,9 @@ def batch_item_length(m: int, half: int) -> int:
 
 
 def accumulation(m: int, accumulate: str | None = None) -> str:
-    """The accumulation a tail of m scalars gets: "xyzz", "batch", "rounds" or "rounds3" (see ACCUMULATE)."""
+    """The accumulation a tail of m scalars gets: "xyzz", "batch" or a rounds mode (msm_rounds.mode)."""
     how = accumulate or ACCUMULATE
-    if how not in ("xyzz", "batch", "auto", "rounds", "rounds3"):
+    if how not in ("xyzz", "batch", "auto") and msm_rounds.mode(how) is None:
         raise ValueError(f"unknown accumulation {how!r}")
     if how == "auto":
         return "batch" if m >= 1 << BATCH_MIN_LOG else "xyzz"
@@ -486,7 +486,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         del acc, pref, ent, state
     elif how_acc.startswith("rounds"):
         slots = msm_rounds.accumulate(group, points, sorted_, item_start, item_end, total_items, partials,
-                                      fused=how_acc == "rounds").rounds
+                                      **(msm_rounds.mode(how_acc) or {})).rounds
     else:
         # longest items first: the threads of a warp then add chains of nearly equal length (with
         # one item per bucket, the lengths vary as the buckets' counts do, about +-5% at 2^24)

@@ -25,6 +25,8 @@ prefix product, the pending entry, a state byte, the slot's first entry and its 
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +38,11 @@ from kernels.cuda.points import grid
 from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import to_host
 
-SLOTS = 16  # slots a thread: 12.6 M slots in 2 groups -> 394 k threads a group, 6 waves
-GROUPS = 2
+# Slots a thread (12.6 M slots in 2 groups: 394 k threads a group, about 6 waves of the fused
+# kernel) and groups; SEALTOP_ROUNDS_SLOTS and SEALTOP_ROUNDS_GROUPS set them per process, and a
+# mode "rounds-g3-s32" (see mode()) per call, for benchmarks.
+SLOTS = int(os.environ.get("SEALTOP_ROUNDS_SLOTS", "16"))
+GROUPS = int(os.environ.get("SEALTOP_ROUNDS_GROUPS", "2"))
 FUSED = True
 BLOCK = {"g1": 256, "g2": 128}  # the kernels' launch bounds (rounds.cuh, msm_g2.cu)
 FIELD = {"g1": "fp", "g2": "fp2"}
@@ -54,6 +59,24 @@ def item_length(m: int, half: int) -> int:
     (and the top window's crowded buckets into several)."""
     mean = m / half
     return max(8, math.ceil(mean + 2 * math.sqrt(mean)))
+
+
+_MODE = re.compile(r"^rounds(3?)((?:-[gs][1-9][0-9]*)*)$")
+
+
+def mode(how: str) -> dict[str, Any] | None:
+    """accumulate()'s keywords for an accumulation name: "rounds" (the fused pass), "rounds3" (step
+    and finish kernels), either with "-gN" (groups) and "-sN" (slots a thread) appended; None for a
+    name that is not of this family, ValueError for a malformed one."""
+    if not how.startswith("rounds"):
+        return None
+    m = _MODE.match(how)
+    if m is None:
+        raise ValueError(f"unknown accumulation {how!r} (rounds or rounds3, then -gN, -sN)")
+    kw: dict[str, Any] = {"fused": m.group(1) == ""}
+    for part in m.group(2).split("-")[1:]:
+        kw["groups" if part[0] == "g" else "slots"] = int(part[1:])
+    return kw
 
 
 @dataclass
