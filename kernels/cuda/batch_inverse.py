@@ -24,6 +24,10 @@ BINV_GROUP = 32
 TOP_CHAIN = 16
 TOP_MAX = 1 << 15
 BLOCK = 256
+# The top level's threads each run a Fermat chain (~490 multiplications): 256 of them on one SM
+# would take that SM ~0.6 ms at its multiplication rate, twice one chain's latency, so the top
+# level goes in blocks of one warp, spread over as many SMs.
+TOP_BLOCK = 32
 # field -> (the module whose BATCH_INVERSE_KERNELS it is, 32-bit words a value)
 FIELDS = {"fp": ("msm_g1", 12), "fp2": ("msm_g2", 24)}
 
@@ -69,7 +73,8 @@ class BatchInverse:
             up(grid(ti, BLOCK), (BLOCK,), (arrays[i], self.pre[i], np.uint32(mi), np.uint32(ti), arrays[i + 1]))
         top = len(lv) - 1
         mt, tt = lv[top]
-        kernel(self.module, f"{name}_binv_top")(grid(tt, BLOCK), (BLOCK,), (arrays[top], self.pre[top], np.uint32(mt), np.uint32(tt)))
+        kernel(self.module, f"{name}_binv_top")(grid(tt, TOP_BLOCK), (TOP_BLOCK,), (arrays[top], self.pre[top], np.uint32(mt),
+                                                                               np.uint32(tt)))
         for i in range(top - 1, -1, -1):
             mi, ti = lv[i]
             down(grid(ti, BLOCK), (BLOCK,), (arrays[i], self.pre[i], np.uint32(mi), np.uint32(ti), arrays[i + 1]))
