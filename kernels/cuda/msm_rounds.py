@@ -15,9 +15,10 @@ whole grid:
   * each group runs on its own pair of streams: its passes on one, its inversions on another of
     higher priority, ordered by events. The inversion's top level is a chain of ~490 dependent
     multiplications (~0.3-0.5 ms on one thread) that would leave the card idle every round; with
-    two groups one group's pass (a few ms at 2^27: 6 M slots x ~6M) covers the other's
-    inversion, and the higher priority lets the inversion's few blocks start as soon as a
-    block of the running pass retires rather than after the whole pass.
+    two groups one group's pass (about 1.2 ms at 2^27: 5-6 M live slots x ~6M at the card's
+    ~27 G multiplications a second) covers the other's inversion, and the higher priority lets
+    the inversion's few blocks start as soon as a block of the running pass retires rather than
+    after the whole pass.
 State (per slot, about 157 bytes for G1: 12.6 M slots at 2^27 take ~2 GB): the accumulator, the
 prefix product, the pending entry, a state byte, the slot's first entry and its item.
 """
