@@ -26,6 +26,8 @@
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
 #   variant_tests  tests/test_cuda_msm_batch.py under each build variant in $VARIANTS
+#   rounds_tests   the "rounds" accumulation's GPU tests (tests/test_cuda_msm_rounds.py) and its
+#                  host-built ones (time it with KERNELS_BENCH="msm_g1_acc=xyzz,rounds,rounds3:24,27")
 #   ncu_msm        Nsight Compute (clocks left alone) on the two G1 accumulation kernels at 2^24:
 #                  XYZZ (window 16) and batch-affine (window 20); sections in $NCU_SECTIONS
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
@@ -118,6 +120,8 @@ for s in "$@"; do
     gpu_tests) step gpu_tests 420 python3 -m pytest -q -m gpu -p no:cacheprovider ;;
     batch_tests) step batch_tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_batch.py \
         tests/test_cuda_host_inverse.py tests/test_cuda_msm.py tests/test_cuda_prove.py ;;
+    rounds_tests) step rounds_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_rounds.py \
+        tests/test_cuda_host_rounds.py ;;
     compare_batch) wait "${peer_pid:-0}" 2>/dev/null
       SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} step compare_batch 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
         --out "$work/compare_batch.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "" --reps 5 ;;

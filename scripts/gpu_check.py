@@ -15,9 +15,10 @@ run that starts with the previous run's cache skips the NVRTC compilations (minu
 'msm_g1_windows=24:16,18,20' times one size with several window widths, and
 'msm_g1_items=20:32,64' with several work-item lengths, 'msm_g1_unsorted=24' with the work
 items in their natural order, 'msm_g1_sortw=26:16,20' with the sort one window per grid row;
-'msm_g1_acc=xyzz,batch:24,27' times G1 (msm_g2_acc: G2) with each bucket accumulation at each
-size (one set of points, made once), and 'msm_g1_accw=batch:27:20,22' one accumulation with
-several windows.
+'msm_g1_acc=xyzz,batch,rounds,rounds3:24,27' times G1 (msm_g2_acc: G2) with each bucket
+accumulation at each size (one set of points, made once; G1 over its endomorphism table, so 2^27
+is GLV-split as in a proof), and 'msm_g1_accw=batch:27:20,22' one accumulation with several
+windows.
 """
 
 from __future__ import annotations
@@ -212,15 +213,24 @@ def main() -> int:
                 from kernels.cuda.bench import distinct_points_device
 
                 pts = distinct_points_device(group, 1 << max(r[2] for r in runs))
+                ext = None
+                if group == "g1":
+                    # over an endomorphism table: tails from msm.GLV_MIN_TAIL on (2^27) are
+                    # GLV-split, as in a proof, whatever the accumulation
+                    from kernels.cuda.msm import endo_table
+
+                    ext = endo_table(pts)
+                    pts = ext[: ext.shape[0] // 2]
                 for _, acc, lg, w in runs:
-                    r = bench_msm(group, lg, args.repeat, window=w, points=pts, accumulate=acc)
-                    log(f"{group.upper()} MSM 2^{lg} {acc} window {r['window']}: {r['ms']:.2f} ms"
+                    r = bench_msm(group, lg, args.repeat, window=w, points=pts, accumulate=acc, endo=ext)
+                    per = "rounds" if acc.startswith("rounds") else "slots a thread"
+                    log(f"{group.upper()} MSM 2^{lg} {acc}{' GLV' if r['glv'] else ''} window {r['window']}: {r['ms']:.2f} ms"
                         + (f" (x{r['ratio']:.2f} sppark)" if r["ratio"] else "")
-                        + f"; {r['items']} items of {r['item_len']}, {r['slots']} slots a thread; phases {r.get('phases_ms')}")
+                        + f"; {r['items']} items of {r['item_len']}, {r['slots']} {per}; phases {r.get('phases_ms')}")
                     rows.append(r)
                     results["bench"] = rows
                     save()
-                del pts
+                del pts, ext
                 cp.get_default_memory_pool().free_all_blocks()
             order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2", "msm_g1_glv", "fixed_g1", "fixed_g2") if k in sizes]
             for k in order:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from kernels.constants import GLV_LAMBDA, R_MOD
+from kernels.cuda import msm_rounds
 from kernels.cuda.finish import combine_windows
 from kernels.cuda.module import kernel
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
@@ -67,9 +68,11 @@ SORT_BY_WINDOW = True
 SORT_BY_WINDOW_BUCKETS = 1 << 21
 # The bucket accumulation: "xyzz" (one thread per work item, XYZZ mixed additions, 8M + 2S each),
 # "batch" (batch-affine additions with one inversion per block step, about 6M each:
-# msm/batch_affine.cuh) or "auto" (batch from 2^BATCH_MIN_LOG tail scalars on, the sizes where a
-# block step holds enough slots to pay for its inversion). SEALTOP_MSM_ACC sets it per process,
-# for benchmarks; the msm() argument `accumulate` per call.
+# msm/batch_affine.cuh), "rounds" (batch-affine, one inversion per round shared by the whole grid:
+# kernels/cuda/msm_rounds.py; "rounds3" the same with the round's pass split in two kernels) or
+# "auto" (batch from 2^BATCH_MIN_LOG tail scalars on, the sizes where a block step holds enough
+# slots to pay for its inversion). SEALTOP_MSM_ACC sets it per process, for benchmarks; the msm()
+# argument `accumulate` per call.
 ACCUMULATE = os.environ.get("SEALTOP_MSM_ACC", "xyzz")
 BATCH_MIN_LOG = 23
 # How the scalars are split by value and the ones summed: "sum" (msm_scalars converts and classes
@@ -200,7 +203,7 @@ class MsmStats:
     items: int = 0
     item_len: int = 0
     accumulate: str = ""
-    slots: int = 0  # batch mode: slots (work items) per thread
+    slots: int = 0  # batch mode: slots (work items) per thread; rounds: the rounds run
     sort: str = "exact"  # "runs" (one pass into fixed runs), or the exact counting sort
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -235,12 +238,19 @@ def batch_item_length(m: int, half: int) -> int:
     return max(8, -(-5 * m // (4 * half)))
 
 
-def use_batch(group: str, m: int, accumulate: str | None = None) -> bool:
-    """Whether a tail of m scalars is accumulated batch-affine (see ACCUMULATE)."""
+def accumulation(m: int, accumulate: str | None = None) -> str:
+    """The accumulation a tail of m scalars gets: "xyzz", "batch" or a rounds mode (msm_rounds.mode)."""
     how = accumulate or ACCUMULATE
-    if how not in ("xyzz", "batch", "auto"):
+    if how not in ("xyzz", "batch", "auto") and msm_rounds.mode(how) is None:
         raise ValueError(f"unknown accumulation {how!r}")
-    return how == "batch" or (how == "auto" and m >= 1 << BATCH_MIN_LOG)
+    if how == "auto":
+        return "batch" if m >= 1 << BATCH_MIN_LOG else "xyzz"
+    return how
+
+
+def use_batch(group: str, m: int, accumulate: str | None = None) -> bool:
+    """Whether a tail of m scalars is accumulated batch-affine per block step (see ACCUMULATE)."""
+    return accumulation(m, accumulate) == "batch"
 
 
 def _sm_count() -> int:
@@ -348,7 +358,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
-    "batch", "auto"; see ACCUMULATE) and ones ("sum", "list"; see ONES) override the defaults, for
+    "batch", "rounds", "rounds3", "auto"; see ACCUMULATE) and ones ("sum", "list"; see ONES) override the defaults, for
     benchmarks and tests. endo (G1): a table of 2N rows whose first N are the points and the rest
     their images under the endomorphism (endo_table); with it at least GLV_MIN_TAIL scalars are
     split GLV-wise, with no 0/1 split first (glv forces the split on or off). sort_runs forces the one-pass sort into
@@ -403,7 +413,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     idx_arg = idx if idx is not None else np.uint64(0)
     del tail_idx
 
-    batch = use_batch(group, m, accumulate)
+    how_acc = accumulation(m, accumulate)
+    batch = how_acc == "batch"
     if bits == GLV_BITS:
         c = window or (GLV_WINDOW if m >= 1 << LARGE_LOG else default_window(m, group))
     else:
@@ -453,7 +464,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del canon
     mark("sort")
 
-    L = item_len or (batch_item_length(m, half) if batch else item_length(m, nwin, half))
+    L = item_len or (batch_item_length(m, half) if batch else msm_rounds.item_length(m, half) if how_acc.startswith("rounds")
+                     else item_length(m, nwin, half))
     nitems = (count + np.uint32(L - 1)) // np.uint32(L)
     item_off = cp.cumsum(nitems, dtype=cp.uint32) - nitems
     settle()
@@ -478,6 +490,9 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         kernel(f"msm_{group}", f"{group}_accumulate_batch")((blocks,), (BATCH_THREADS,), (
             points, sorted_, item_start, item_end, np.uint32(total_items), np.uint32(slots), acc, pref, ent, state, partials))
         del acc, pref, ent, state
+    elif how_acc.startswith("rounds"):
+        slots = msm_rounds.accumulate(group, points, sorted_, item_start, item_end, total_items, partials,
+                                      **(msm_rounds.mode(how_acc) or {})).rounds
     else:
         # longest items first: the threads of a warp then add chains of nearly equal length (with
         # one item per bucket, the lengths vary as the buckets' counts do, about +-5% at 2^24)
@@ -524,7 +539,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     mark("finish")
     if stats is not None:
         stats.window, stats.items, stats.item_len = c, total_items, L
-        stats.accumulate, stats.slots = ("batch" if batch else "xyzz"), slots
+        stats.accumulate, stats.slots = how_acc, slots
         _phase_times(stats, marks)
     return out
 

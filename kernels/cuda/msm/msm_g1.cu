@@ -9,11 +9,14 @@
 #endif
 #include "msm_core.cuh"
 #include "batch_affine.cuh"
+#include "rounds.cuh"
 #include "fixed_base.cuh"
 #include "glv.cuh"
 
 MSM_GROUP_KERNELS(g1, Fp)
 MSM_BATCH_KERNEL(g1, Fp)
+MSM_ROUNDS_KERNELS(g1, Fp)
+BATCH_INVERSE_KERNELS(fp, Fp)
 FIXED_BASE_KERNELS(g1, Fp)
 
 // The GLV split (glv.cuh), G1 only, straight from the Montgomery scalars: thread t < N writes

@@ -4,10 +4,15 @@
 // registers.
 #define MSM_ACC_BOUNDS
 #define MSM_BATCH_BOUNDS __launch_bounds__(MSM_BATCH_THREADS, 1)
+#define MSM_ROUNDS_BOUNDS __launch_bounds__(128, 1)
+#define MSM_ROUNDS_STEP_BOUNDS __launch_bounds__(128, 2)
 #include "msm_core.cuh"
 #include "batch_affine.cuh"
+#include "rounds.cuh"
 #include "fixed_base.cuh"
 
 MSM_GROUP_KERNELS(g2, Fp2)
 MSM_BATCH_KERNEL(g2, Fp2)
+MSM_ROUNDS_KERNELS(g2, Fp2)
+BATCH_INVERSE_KERNELS(fp2, Fp2)
 FIXED_BASE_KERNELS(g2, Fp2)

@@ -1,0 +1,255 @@
+// "Rounds" bucket accumulation: batch-affine additions whose inversions are shared by the whole
+// grid, every kernel a plain streaming kernel (kernels/cuda/msm_rounds.py drives them).
+//
+// Why: the XYZZ accumulation (msm_core.cuh) costs 8M + 2S a mixed addition and runs near the
+// multiplication rate; an affine addition given 1/(x2 - x1) costs 1M + 1S + 1M (lambda, lambda^2,
+// y3), and sharing the inversion adds 3M (one product on the way up, two on the way down), about
+// 6M in all. The earlier batch_affine.cuh shared one inversion per block step behind block-wide
+// barriers and a one-warp inversion, and ran at about half the multiplication rate. Here one round
+// adds the next entry of every work item (slot) that has one, the round's denominators are
+// multiplied together per thread, all threads' products are inverted by the levelled batch
+// inversion (ff/batch_inverse.cuh), and the additions are completed; nothing waits on a barrier.
+//
+// Slots: the work items of msm.py sorted by length, longest first (slot j is item item[j], its
+// entries sorted[start[j] + r] for rounds r < its length), so the slots live at round r are a
+// prefix j < live(r) that the host knows from the lengths' histogram (no device flag is read).
+// Thread g of NT owns slots j = k NT + g: a warp's lanes hold neighbouring slots, and every
+// thread holds (nearly) the same number of live slots each round.
+// Per-slot state, all indexed by slot so that a warp's accesses coalesce:
+//   acc   the affine accumulator x then y, "quad-major": 16-byte word group q of coordinate c at
+//         uint4 index (c W/4 + q) ns + j, so one warp-wide 16-byte load reads 512 contiguous bytes
+//         (three loads a coordinate for Fp instead of twelve 4-byte ones; a warp's access to rows
+//         of 48 bytes spans 1536 bytes: batch_affine.cuh's first version kept its slots in rows
+//         and ran 1.07 s at 2^27, against about 0.94 s word-major);
+//   pref  the thread's running product before this slot's denominator (same layout);
+//   ent   the entry whose addition is pending; state: FULL (the accumulator holds a point) and
+//         the pending kind (ADD, DBL or none).
+// A pass over a thread's slots (rounds_thread) may, per slot:
+//   FIN   complete the pending addition: 1/d = inv * pref, inv *= d, lambda = num / d,
+//         x3 = lambda^2 - x1 - x2, y3 = lambda (x1 - x3) - y1 (inv: the inverse of the thread's
+//         product, walked in the reverse of the order the product was built in);
+//   out   for a slot that ends (j >= ncont): write its sum as an XYZZ row (x, y, 1, 1), or zeros
+//         for infinity, into partial[item[j]] (so bucket sums and window reduction are unchanged);
+//   STEP  take entry r: the trivial cases at once (empty accumulator: take the point; the point at
+//         infinity, all-zero x and y: skip; P + (-P): empty), else d = x2 - x1 (or 2 y1 for a
+//         doubling), pref[j] = run, run *= d; prod[g] = run at the end.
+// The host runs either the fused pass (FIN of round r - 1 and STEP of round r in one kernel, the
+// walk direction alternating so that each FIN walks its products backwards), or STEP and FIN as
+// two kernels (rounds_step: few registers, rounds_finish), with the batch inversion of prod[]
+// between. Results are group elements, so the MSM is bit-identical to the XYZZ path's.
+#pragma once
+#include "../ec/xyzz.cuh"
+#include "../ff/batch_inverse.cuh"
+#include "../ff/host_cuda.cuh"
+
+#define ROUNDS_NONE 0
+#define ROUNDS_ADD 1
+#define ROUNDS_DBL 2
+#define ROUNDS_KIND 3
+#define ROUNDS_FULL 4
+// pass flags
+#define ROUNDS_FIRST 1    // round 0: every accumulator starts empty (state is not read)
+#define ROUNDS_REVERSE 2  // walk the thread's slots from the last
+
+#ifdef __CUDACC__
+#define ROUNDS_LDG(p) __ldg(p)
+#else
+#define ROUNDS_LDG(p) (*(p))
+#endif
+
+struct RoundsArgs {
+    const uint32_t* points;  // affine rows (x, y), 2 W words each
+    const uint32_t* sorted;  // entries: point index | negate y << 31
+    const uint32_t* start;   // slot j's first entry
+    const uint32_t* item;    // slot j's work item (its row of partial)
+    uint32_t* acc;
+    uint32_t* pref;
+    uint32_t* ent;
+    uint8_t* state;
+    uint32_t* prod;     // NT values of W words: the threads' products, inverted in place between passes
+    uint32_t* partial;  // XYZZ rows of 4 W words, one per work item
+    uint32_t ns;        // slots
+    uint32_t NT;        // threads owning slots
+    uint32_t r;         // the round whose entry STEP takes
+    uint32_t nvisit;    // slots j < nvisit are visited
+    uint32_t ncont;     // slots j < ncont go on (STEP, or keep their accumulator); the rest are written out
+    uint32_t flags;
+};
+
+// One coordinate (0: x, 1: y) of point (v & 0x7fffffff), y negated when bit 31 is set; 16-byte
+// loads (rows are 96 or 192 bytes, so 16-byte aligned).
+template <class F>
+HD F rounds_coord(const uint32_t* points, uint32_t v, int which) {
+    uint32_t w[F::WORDS];
+    const uint4* q = reinterpret_cast<const uint4*>(points + (uint64_t)(v & 0x7fffffffu) * (2 * F::WORDS) + which * F::WORDS);
+    UNROLL for (int i = 0; i < F::WORDS / 4; i++) {
+        const uint4 t = __ldg(q + i);
+        w[4 * i] = t.x; w[4 * i + 1] = t.y; w[4 * i + 2] = t.z; w[4 * i + 3] = t.w;
+    }
+    const F r = F::load(w);
+    return (which == 1 && (v >> 31)) ? r.neg() : r;
+}
+
+// Quad-major slot state (see above): element j of an array of ns values.
+template <class F>
+HD F rounds_load(const uint32_t* base, uint32_t ns, uint32_t j) {
+    uint32_t w[F::WORDS];
+    const uint4* q = reinterpret_cast<const uint4*>(base);
+    UNROLL for (int i = 0; i < F::WORDS / 4; i++) {
+        const uint4 t = q[(uint64_t)i * ns + j];
+        w[4 * i] = t.x; w[4 * i + 1] = t.y; w[4 * i + 2] = t.z; w[4 * i + 3] = t.w;
+    }
+    return F::load(w);
+}
+
+template <class F>
+HD void rounds_store(const F& v, uint32_t* base, uint32_t ns, uint32_t j) {
+    uint32_t w[F::WORDS];
+    v.store(w);
+    uint4* q = reinterpret_cast<uint4*>(base);
+    UNROLL for (int i = 0; i < F::WORDS / 4; i++) q[(uint64_t)i * ns + j] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+}
+
+// Thread g's pass over its slots (see the top of the file). FIN and STEP pick the pass's parts at
+// compile time, so the step-only kernel keeps few registers.
+template <class F, bool FIN, bool STEP>
+HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
+    constexpr int W = F::WORDS;
+    if (g >= a.NT || g >= a.nvisit) return;
+    const bool first = a.flags & ROUNDS_FIRST;
+    const uint32_t kn = (a.nvisit - 1 - g) / a.NT + 1;  // slots visited
+    uint32_t* accy = a.acc + (uint64_t)W * a.ns;
+    F inv = FIN && !first ? F::load(a.prod + (uint64_t)g * W) : F::one();
+    F run = F::one();
+    // the next slot's state byte, pending entry and round-r entry are read one slot ahead, so a
+    // slot's point gathers wait on one load, not a chain of two or three (state, then entry, then
+    // point; start, then entry, then point)
+    const bool rev = a.flags & ROUNDS_REVERSE;
+    uint32_t jn = (rev ? kn - 1 : 0) * a.NT + g;
+    uint8_t st_n = first ? 0 : a.state[jn];
+    uint32_t ent_n = FIN && !first ? a.ent[jn] : 0;
+    uint32_t v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
+    for (uint32_t s = 0; s < kn; s++) {
+        const uint32_t j = jn;
+        const uint8_t st = st_n;
+        const uint32_t ent = ent_n, vr = v_n;
+        if (s + 1 < kn) {
+            jn = (rev ? kn - 2 - s : s + 1) * a.NT + g;
+            st_n = first ? 0 : a.state[jn];
+            ent_n = FIN && !first ? a.ent[jn] : 0;
+            v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
+        }
+        const bool full = st & ROUNDS_FULL;
+        const bool pending = FIN && (st & ROUNDS_KIND) != ROUNDS_NONE;
+        const bool out = j >= a.ncont;
+        if (!STEP && !pending && !out) continue;  // a finish pass with nothing to do here
+        F x1 = F::zero(), y1 = F::zero();
+        bool have_y = false, dirty = false;
+        if (full) {
+            x1 = rounds_load<F>(a.acc, a.ns, j);
+            if (pending || out) {
+                y1 = rounds_load<F>(accy, a.ns, j);
+                have_y = true;
+            }
+        }
+        if (pending) {
+            const uint32_t v = ent;
+            const F x2 = rounds_coord<F>(a.points, v, 0);
+            F d, num;
+            if ((st & ROUNDS_KIND) == ROUNDS_ADD) {
+                d = x2 - x1;
+                num = rounds_coord<F>(a.points, v, 1) - y1;
+            } else {
+                d = y1.dbl();
+                const F xx = x1.sqr();
+                num = xx.dbl() + xx;
+            }
+            const F dinv = inv * rounds_load<F>(a.pref, a.ns, j);
+            inv = inv * d;
+            const F lam = num * dinv;
+            const F x3 = lam.sqr() - x1 - x2;  // a doubling has x2 = x1
+            y1 = lam * (x1 - x3) - y1;
+            x1 = x3;
+            dirty = true;
+        }
+        if (out) {  // the slot's last entry is done: its sum goes out
+            uint32_t* row = a.partial + (uint64_t)ROUNDS_LDG(a.item + j) * 4 * W;
+            const F one = full ? F::one() : F::zero();
+            (full ? x1 : F::zero()).store(row);
+            (full ? y1 : F::zero()).store(row + W);
+            one.store(row + 2 * W);
+            one.store(row + 3 * W);
+            continue;
+        }
+        if (!STEP) {
+            if (dirty) {
+                rounds_store(x1, a.acc, a.ns, j);
+                rounds_store(y1, accy, a.ns, j);
+            }
+            continue;
+        }
+        const uint32_t v = vr;
+        const F x2 = rounds_coord<F>(a.points, v, 0);
+        uint8_t nst = full ? ROUNDS_FULL : 0;
+        F d = x2 - x1;
+        // x = 0 alone is a curve point: the point at infinity is x = y = 0
+        const bool inf2 = x2.is_zero() && rounds_coord<F>(a.points, v, 1).is_zero();
+        if (!inf2) {
+            if (!full) {  // empty: take the point
+                rounds_store(x2, a.acc, a.ns, j);
+                rounds_store(rounds_coord<F>(a.points, v, 1), accy, a.ns, j);
+                nst = ROUNDS_FULL;
+                dirty = false;
+            } else {
+                uint8_t kind = ROUNDS_ADD;
+                if (d.is_zero()) {
+                    if (!have_y) y1 = rounds_load<F>(accy, a.ns, j);
+                    if ((rounds_coord<F>(a.points, v, 1) - y1).is_zero()) {
+                        d = y1.dbl();  // never zero: no point of order 2 in the group
+                        kind = ROUNDS_DBL;
+                    } else {  // P + (-P)
+                        kind = ROUNDS_NONE;
+                        nst = 0;
+                        dirty = false;
+                    }
+                }
+                if (kind != ROUNDS_NONE) {
+                    rounds_store(run, a.pref, a.ns, j);
+                    a.ent[j] = v;
+                    run = run * d;
+                    nst |= kind;
+                }
+            }
+        }
+        if (dirty) {
+            rounds_store(x1, a.acc, a.ns, j);
+            rounds_store(y1, accy, a.ns, j);
+        }
+        a.state[j] = nst;
+    }
+    if (STEP) run.store(a.prod + (uint64_t)g * W);
+}
+
+#ifdef __CUDACC__
+#ifndef MSM_ROUNDS_BOUNDS
+#define MSM_ROUNDS_BOUNDS __launch_bounds__(256, 2)
+#endif
+#ifndef MSM_ROUNDS_STEP_BOUNDS
+#define MSM_ROUNDS_STEP_BOUNDS __launch_bounds__(256, 3)
+#endif
+#define ROUNDS_PARAMS                                                                                                   \
+    const uint32_t *points, const uint32_t *sorted, const uint32_t *start, const uint32_t *item, uint32_t *acc,        \
+        uint32_t *pref, uint32_t *ent, uint8_t *state, uint32_t *prod, uint32_t *partial, uint32_t ns, uint32_t NT,   \
+        uint32_t r, uint32_t nvisit, uint32_t ncont, uint32_t flags
+#define ROUNDS_ARGS RoundsArgs{points, sorted, start, item, acc, pref, ent, state, prod, partial, ns, NT, r, nvisit, ncont, flags}
+#define MSM_ROUNDS_KERNELS(G, F)                                                                                        \
+    extern "C" __global__ void MSM_ROUNDS_BOUNDS G##_rounds_fused(ROUNDS_PARAMS) {                                      \
+        rounds_thread<F, true, true>(ROUNDS_ARGS, blockIdx.x * blockDim.x + threadIdx.x);                               \
+    }                                                                                                                   \
+    extern "C" __global__ void MSM_ROUNDS_STEP_BOUNDS G##_rounds_step(ROUNDS_PARAMS) {                                  \
+        rounds_thread<F, false, true>(ROUNDS_ARGS, blockIdx.x * blockDim.x + threadIdx.x);                              \
+    }                                                                                                                   \
+    extern "C" __global__ void MSM_ROUNDS_BOUNDS G##_rounds_finish(ROUNDS_PARAMS) {                                     \
+        rounds_thread<F, true, false>(ROUNDS_ARGS, blockIdx.x * blockDim.x + threadIdx.x);                              \
+    }
+#endif

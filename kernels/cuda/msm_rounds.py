@@ -1,0 +1,206 @@
+"""The "rounds" bucket accumulation of the MSM (kernels/cuda/msm/rounds.cuh), host side.
+
+``accumulate(group, points, sorted_, item_start, item_end, nitems, partials)`` writes each work
+item's sum of its sorted entries into its XYZZ row of ``partials``, as g*_accumulate does, with
+batch-affine additions (about 6M each against XYZZ's 8M + 2S) whose inversions are shared by the
+whole grid:
+  * the items are sorted by length, longest first, and dealt round-robin into GROUPS groups
+    (slots); the lengths' histogram (one read-back) gives every round's count of live slots,
+    a prefix of each group's slots, so no round reads anything back;
+  * per group and round: the fused pass (g*_rounds_fused: complete round r - 1's additions, write
+    out the slots that end, take round r's entries and multiply each thread's denominators), then
+    the levelled batch inversion of the threads' products (kernels/cuda/batch_inverse.py). With
+    FUSED off the pass is two kernels (g*_rounds_step, few registers; g*_rounds_finish).
+    Launches a round and group: 1 + 3 fused, 2 + 3 not (up to 2^20 products: one up level);
+  * each group runs on its own pair of streams: its passes on one, its inversions on another of
+    higher priority, ordered by events. The inversion's top level is a chain of ~490 dependent
+    multiplications (~0.3-0.5 ms on one thread) that would leave the card idle every round; with
+    two groups one group's pass (about 1.2 ms at 2^27: 5-6 M live slots x ~6M at the card's
+    ~27 G multiplications a second) covers the other's inversion, and the higher priority lets
+    the inversion's few blocks start as soon as a block of the running pass retires rather than
+    after the whole pass.
+State (per slot, about 157 bytes for G1: 12.6 M slots at 2^27 take ~2 GB): the accumulator, the
+prefix product, the pending entry, a state byte, the slot's first entry and its item.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernels.cuda.batch_inverse import BatchInverse
+from kernels.cuda.module import kernel
+from kernels.cuda.points import grid
+from kernels.cuda.stream import cupy_module as _cp
+from kernels.cuda.stream import to_host
+
+# Slots a thread (12.6 M slots in 2 groups: 394 k threads a group, about 6 waves of the fused
+# kernel) and groups; SEALTOP_ROUNDS_SLOTS and SEALTOP_ROUNDS_GROUPS set them per process, and a
+# mode "rounds-g3-s32" (see mode()) per call, for benchmarks.
+SLOTS = int(os.environ.get("SEALTOP_ROUNDS_SLOTS", "16"))
+GROUPS = int(os.environ.get("SEALTOP_ROUNDS_GROUPS", "2"))
+FUSED = True
+BLOCK = {"g1": 256, "g2": 128}  # the kernels' launch bounds (rounds.cuh, msm_g2.cu)
+FIELD = {"g1": "fp", "g2": "fp2"}
+WORDS = {"g1": 12, "g2": 24}
+FIRST, REVERSE = 1, 2  # rounds.cuh's pass flags
+INV_PRIORITY = -1  # CUDA stream priority of the inversions (lower is higher; 0 the default)
+
+
+def item_length(m: int, half: int) -> int:
+    """Entries per work item: a full window's mean bucket count plus two standard deviations
+    (evenly spread digits), at least 8. The rounds run as long as the longest item, and the last
+    rounds have few live slots but pay a whole inversion's latency each, so the few buckets
+    above this are cut into a second item rather than lengthening every group's tail
+    (and the top window's crowded buckets into several)."""
+    mean = m / half
+    return max(8, math.ceil(mean + 2 * math.sqrt(mean)))
+
+
+_MODE = re.compile(r"^rounds(3?)((?:-[gs][1-9][0-9]*)*)$")
+
+
+def mode(how: str) -> dict[str, Any] | None:
+    """accumulate()'s keywords for an accumulation name: "rounds" (the fused pass), "rounds3" (step
+    and finish kernels), either with "-gN" (groups) and "-sN" (slots a thread) appended; None for a
+    name that is not of this family, ValueError for a malformed one."""
+    if not how.startswith("rounds"):
+        return None
+    m = _MODE.match(how)
+    if m is None:
+        raise ValueError(f"unknown accumulation {how!r} (rounds or rounds3, then -gN, -sN)")
+    kw: dict[str, Any] = {"fused": m.group(1) == ""}
+    for part in m.group(2).split("-")[1:]:
+        kw["groups" if part[0] == "g" else "slots"] = int(part[1:])
+    return kw
+
+
+@dataclass
+class RoundsRun:
+    """What one accumulation did: rounds (the longest item), threads (all groups), launches."""
+
+    rounds: int = 0
+    threads: int = 0
+    launches: int = 0
+
+
+def _stream(priority: int) -> Any:
+    cp = _cp()
+    try:
+        return cp.cuda.Stream(non_blocking=True, priority=priority)
+    except TypeError:  # a CuPy without stream priorities
+        return cp.cuda.Stream(non_blocking=True)
+
+
+class _Group:
+    """One group's slots, state, streams and events."""
+
+    def __init__(self, group: str, order: Any, item_start: Any, q: int, ngroups: int, live: np.ndarray,
+                 slots: int, ready: Any) -> None:
+        cp = _cp()
+        w = WORDS[group]
+        self.q, self.ngroups, self.glive = q, ngroups, live
+        item = cp.ascontiguousarray(order[q::ngroups]).astype(cp.uint32)
+        self.n = int(item.shape[0])
+        self.item = item
+        self.start = cp.ascontiguousarray(item_start[item]).astype(cp.uint32)
+        self.nt = max(1, -(-self.n // slots))
+        self.acc = cp.empty(max(1, 2 * w * self.n), dtype=cp.uint32)
+        self.pref = cp.empty(max(1, w * self.n), dtype=cp.uint32)
+        self.ent = cp.empty(max(1, self.n), dtype=cp.uint32)
+        self.state = cp.empty(max(1, self.n), dtype=cp.uint8)
+        self.prod = cp.empty(w * self.nt, dtype=cp.uint32)
+        self.inverse = BatchInverse(FIELD[group], self.nt)
+        self.passes = _cp().cuda.Stream(non_blocking=True)
+        self.inversions = _stream(INV_PRIORITY)
+        self.passes.wait_event(ready)
+        self.ev_pass = cp.cuda.Event(disable_timing=True)
+        self.ev_inv = cp.cuda.Event(disable_timing=True)
+        self.inv_pending = False
+
+    def live(self, r: int) -> int:
+        """This group's slots with more than r entries (positions q, q + G, ... of the order)."""
+        total = int(self.glive[r]) if r < len(self.glive) else 0
+        return max(0, -(-(total - self.q) // self.ngroups))
+
+    def run_pass(self, fn: Any, block: int, common: tuple[Any, Any, Any], r: int, nvisit: int, ncont: int, flags: int) -> None:
+        """One pass kernel over this group's slots j < nvisit (after the pending inversion)."""
+        points, sorted_, partials = common
+        if self.inv_pending:
+            self.passes.wait_event(self.ev_inv)
+            self.inv_pending = False
+        u = np.uint32
+        with self.passes:
+            fn(grid(min(self.nt, nvisit), block), (block,), (
+                points, sorted_, self.start, self.item, self.acc, self.pref, self.ent, self.state, self.prod, partials,
+                u(self.n), u(self.nt), u(r), u(nvisit), u(ncont), u(flags)))
+
+    def invert(self, m: int) -> int:
+        """Invert the first m threads' products, on the inversion stream; returns the launches."""
+        self.ev_pass.record(self.passes)
+        self.inversions.wait_event(self.ev_pass)
+        with self.inversions:
+            k = self.inverse(self.prod, m)
+        self.ev_inv.record(self.inversions)
+        self.inv_pending = True
+        return k
+
+
+def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end: Any, nitems: int, partials: Any,
+               fused: bool | None = None, groups: int | None = None, slots: int | None = None) -> RoundsRun:
+    """partials[i] = the XYZZ sum of points[sorted_[item_start[i] : item_end[i]]] (y negated for
+    entries with bit 31) for i < nitems, on the current stream (see the module docstring)."""
+    cp = _cp()
+    fused = FUSED if fused is None else fused
+    ngroups = max(1, min(GROUPS if groups is None else groups, nitems))
+    slots = SLOTS if slots is None else slots
+    run = RoundsRun()
+    if nitems == 0:
+        return run
+    lens = (item_end[:nitems] - item_start[:nitems]).astype(cp.int32)
+    hist = to_host(cp.bincount(lens)).astype(np.int64)  # the one read-back
+    rounds = len(hist) - 1
+    live = nitems - np.cumsum(hist)  # live[r]: items with more than r entries
+    order = cp.argsort(-lens)  # longest first
+    del lens
+    main = cp.cuda.get_current_stream()
+    ready = cp.cuda.Event(disable_timing=True)
+    ready.record(main)
+    gs = [_Group(group, order, item_start, q, ngroups, live, slots, ready) for q in range(ngroups)]
+    del order
+    common = (points, sorted_, partials)
+    block = BLOCK[group]
+    name = f"{group}_rounds_"
+    run.rounds, run.threads = rounds, sum(g.nt for g in gs)
+    if fused:
+        fn = kernel(f"msm_{group}", name + "fused")
+        for r in range(rounds + 1):
+            for g in gs:
+                nvisit = g.n if r == 0 else g.live(r - 1)
+                if nvisit == 0:
+                    continue
+                ncont = g.live(r)
+                g.run_pass(fn, block, common, r, nvisit, ncont, (FIRST if r == 0 else 0) | (REVERSE if r % 2 else 0))
+                run.launches += 1
+                if ncont:
+                    run.launches += g.invert(min(g.nt, ncont))
+    else:
+        step, finish = kernel(f"msm_{group}", name + "step"), kernel(f"msm_{group}", name + "finish")
+        for r in range(max(rounds, 1)):
+            for g in gs:
+                nvisit = g.n if r == 0 else g.live(r)
+                if nvisit == 0:
+                    continue
+                g.run_pass(step, block, common, r, nvisit, g.live(r), FIRST if r == 0 else 0)
+                run.launches += 1
+                if g.live(r):
+                    run.launches += g.invert(min(g.nt, g.live(r))) + 1
+                    g.run_pass(finish, block, common, r, g.live(r), g.live(r + 1), REVERSE)
+    for g in gs:  # the caller's stream goes on when every group is done
+        main.wait_event(g.passes.record())
+    return run

@@ -1,0 +1,280 @@
+"""The "rounds" bucket accumulation (kernels/cuda/msm/rounds.cuh, kernels/cuda/msm_rounds.py) and
+the levelled batch inversion (kernels/cuda/ff/batch_inverse.cuh, kernels/cuda/batch_inverse.py),
+built for the host and run by the real host driver over tests/rounds_fake.py (numpy for CuPy,
+streams run in a random interleaving, each kernel's threads in a random order). Item sums are
+checked against Python-integer affine G1 arithmetic (G2: arkworks), with doublings, P + (-P),
+points at infinity, empty items, items of one entry and uneven lengths planted; the inversion
+against pow(x, -1, p). No GPU needed."""
+
+from __future__ import annotations
+
+import ctypes
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from host_build import BUILDS, host_library, needs_cxx, ptx_flag
+from rounds_fake import Sched, fake_cupy, fake_kernel
+
+from kernels.constants import FP_R, G1_GEN, P_MOD
+from kernels.cpu.convert import from_mont_fp, to_mont_fp
+from kernels.cuda import batch_inverse, msm_rounds
+
+pytestmark = needs_cxx
+Pt = tuple[int, int] | None
+
+
+@pytest.fixture(scope="module", params=BUILDS)
+def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    return host_library(tmp_path_factory, "msm/host_rounds.cpp", "-O1", ptx_flag(request.param))
+
+
+def fake_device(monkeypatch: pytest.MonkeyPatch, lib: ctypes.CDLL, rng: random.Random, small_levels: bool) -> Sched:
+    sched = Sched(rng)
+    cp = fake_cupy(sched)
+    kern = fake_kernel(sched, lib)
+
+    def to_host(x: Any) -> np.ndarray:
+        sched.drain()
+        return np.asarray(x)
+
+    monkeypatch.setattr(msm_rounds, "_cp", lambda: cp)
+    monkeypatch.setattr(msm_rounds, "kernel", kern)
+    monkeypatch.setattr(msm_rounds, "to_host", to_host)
+    monkeypatch.setattr(batch_inverse, "cupy_module", lambda: cp)
+    monkeypatch.setattr(batch_inverse, "kernel", kern)
+    if small_levels:  # several up levels even for a few values
+        monkeypatch.setattr(batch_inverse, "TOP_MAX", 3)
+        monkeypatch.setattr(batch_inverse, "BINV_GROUP", 2)
+        monkeypatch.setattr(batch_inverse, "TOP_CHAIN", 2)
+    return sched
+
+
+# -- Python-integer G1 -------------------------------------------------------------------------------
+def add(p: Pt, q: Pt) -> Pt:
+    if p is None:
+        return q
+    if q is None:
+        return p
+    (x1, y1), (x2, y2) = p, q
+    if x1 == x2:
+        if (y1 + y2) % P_MOD == 0:
+            return None
+        lam = 3 * x1 * x1 * pow(2 * y1, -1, P_MOD) % P_MOD
+    else:
+        lam = (y2 - y1) * pow(x2 - x1, -1, P_MOD) % P_MOD
+    x3 = (lam * lam - x1 - x2) % P_MOD
+    return x3, (lam * (x1 - x3) - y1) % P_MOD
+
+
+def mul(k: int, p: Pt) -> Pt:
+    r: Pt = None
+    for bit in bin(k)[2:]:
+        r = add(r, r)
+        if bit == "1":
+            r = add(r, p)
+    return r
+
+
+def neg(p: Pt) -> Pt:
+    return None if p is None else (p[0], -p[1] % P_MOD)
+
+
+def make_items(rng: random.Random, npts: int, nitems: int) -> tuple[list[list[int]], list[list[int]]]:
+    """Entries (point index | sign << 31) of each item, with the exceptional sequences planted;
+    index npts is the point at infinity. Lengths 0, 1 and uneven ones."""
+    inf = npts
+    a, b = rng.sample(range(npts), 2)
+    m = 1 << 31
+    planted = [[a, a], [a, a | m], [a, a | m, a], [inf, a], [a, inf], [inf], [inf, inf, b], [a, a, a], [a, b, b | m, a | m],
+               [a, a, a | m, b], [a], [b | m], [], [a, b, a, b, a, b, a, b, a]]
+    items = list(planted)
+    while len(items) < nitems:
+        n = rng.choice([0, 1, 1, 2, 3, 5, 8, 13, rng.randrange(1, 20)])
+        items.append([rng.randrange(npts + 1) | (rng.randrange(2) << 31) for _ in range(n)])
+    rng.shuffle(items)
+    return items, planted
+
+
+def layout(rng: random.Random, items: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sorted entries with the items' runs in a shuffled order and gaps between; start, end."""
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    sorted_: list[int] = []
+    start = [0] * len(items)
+    for i in order:
+        sorted_.extend(rng.randrange(1 << 32) for _ in range(rng.randrange(3)))  # junk between runs
+        start[i] = len(sorted_)
+        sorted_.extend(items[i])
+    end = [s + len(it) for s, it in zip(start, items)]
+    return np.array(sorted_ + [0], np.uint32), np.array(start, np.uint32), np.array(end, np.uint32)
+
+
+def g1_points(rng: random.Random, npts: int) -> tuple[list[Pt], np.ndarray]:
+    pts = [mul(rng.randrange(1, 1 << 64), G1_GEN) for _ in range(npts)]
+    rows = np.zeros((npts + 1, 12), np.uint64)  # the last row: infinity
+    for i, p in enumerate(pts):
+        assert p is not None
+        rows[i] = to_mont_fp(list(p)).reshape(-1)
+    return pts, rows.view(np.uint32).copy()
+
+
+def expected_g1(pts: list[Pt], entries: list[int]) -> Pt:
+    s: Pt = None
+    for v in entries:
+        idx = v & 0x7FFFFFFF
+        p = pts[idx] if idx < len(pts) else None
+        s = add(s, neg(p) if v >> 31 else p)
+    return s
+
+
+def row_to_point(row: np.ndarray) -> Pt | str:
+    """An XYZZ row (uint32, 4 x 12 words) as an affine point; "bad" for a malformed one."""
+    r64 = row.view(np.uint64).reshape(4, 6)
+    if not r64.any():
+        return None
+    one = to_mont_fp([1])[0]
+    if not (np.array_equal(r64[2], one) and np.array_equal(r64[3], one)):
+        return "bad"
+    x, y = from_mont_fp(r64[:2])
+    return x, y
+
+
+def run_g1(monkeypatch: pytest.MonkeyPatch, lib: ctypes.CDLL, rng: random.Random, fused: bool, groups: int, slots: int,
+           small_levels: bool, nitems: int = 60) -> tuple[list[Pt | str], list[Pt], msm_rounds.RoundsRun, Sched]:
+    pts, rows = g1_points(rng, 12)
+    items, _ = make_items(rng, len(pts), nitems)
+    sorted_, start, end = layout(rng, items)
+    partials = np.full((len(items), 48), 0xA5A5A5A5, np.uint32)  # unwritten rows show
+    sched = fake_device(monkeypatch, lib, rng, small_levels)
+    run = msm_rounds.accumulate("g1", rows, sorted_, start, end, len(items), partials, fused=fused, groups=groups, slots=slots)
+    sched.drain()
+    got = [row_to_point(partials[i]) for i in range(len(items))]
+    want = [expected_g1(pts, it) for it in items]
+    assert run.rounds == max(len(it) for it in items)
+    return got, want, run, sched
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_item_sums_match_python_ints(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, fused: bool) -> None:
+    rng = random.Random()
+    for groups, slots, small in ((1, 1, False), (2, 3, True), (3, rng.randrange(2, 6), rng.random() < 0.5)):
+        got, want, run, sched = run_g1(monkeypatch, lib, rng, fused, groups, slots, small)
+        assert got == want, (groups, slots, small)
+        assert run.launches == len(sched.launches)
+        kinds = {"fused"} if fused else {"step", "finish"}
+        assert {n.rsplit("_", 1)[1] for n in sched.launches if "rounds" in n} == kinds
+
+
+def test_launches_per_round(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One group, one top-level inversion: the fused rounds take 2 launches a round (pass and the
+    inversion's top level) and one last pass; split, 3 a round."""
+    rng = random.Random()
+    for fused, per in ((True, 2), (False, 3)):
+        got, want, run, _ = run_g1(monkeypatch, lib, rng, fused, 1, 4, False, nitems=20)
+        assert got == want
+        assert run.launches == per * run.rounds + (1 if fused else 0)
+
+
+def test_a_missing_wait_is_caught(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Negative case: a pass that does not wait for its inversion reads products, not inverses."""
+    monkeypatch.setattr(msm_rounds._Group, "invert", _invert_without_wait)
+    rng = random.Random()
+    got, want, _, _ = run_g1(monkeypatch, lib, rng, True, 2, 2, False)
+    assert got != want
+
+
+def _invert_without_wait(self: Any, m: int) -> int:
+    self.ev_pass.record(self.passes)
+    self.inversions.wait_event(self.ev_pass)
+    with self.inversions:
+        return self.inverse(self.prod, m)  # and the pass stream is never told to wait
+
+
+def test_batch_inverse_matches_pow(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random()
+    for small, m in ((True, 1), (True, 7), (True, 50), (False, 300), (False, 1)):
+        sched = fake_device(monkeypatch, lib, rng, small)
+        vals = [rng.randrange(P_MOD) for _ in range(m)]
+        for _ in range(min(3, m // 4)):
+            vals[rng.randrange(m)] = 0  # zeros stay zero and do not spoil the others
+        if m > 2:
+            vals[rng.randrange(m)] = 1
+        arr = np.concatenate([to_mont_fp(vals).view(np.uint32).reshape(-1), np.full(24, 7, np.uint32)])
+        inv = batch_inverse.BatchInverse("fp", m + rng.randrange(5))
+        inv(arr, m)
+        sched.drain()
+        assert from_mont_fp(arr[: 12 * m].view(np.uint64).reshape(m, 6)) == [pow(v, -1, P_MOD) if v else 0 for v in vals]
+        assert (arr[12 * m:] == 7).all()  # nothing past m is touched
+
+
+def test_batch_inverse_fp2(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random()
+    sched = fake_device(monkeypatch, lib, rng, True)
+    m = 20
+    vals = [(rng.randrange(P_MOD), rng.randrange(P_MOD)) for _ in range(m)]
+    arr = np.hstack([to_mont_fp([a for a, _ in vals]), to_mont_fp([b for _, b in vals])]).view(np.uint32).reshape(-1).copy()
+    batch_inverse.BatchInverse("fp2", m)(arr, m)
+    sched.drain()
+    out = arr.view(np.uint64).reshape(m, 12)
+    for (a, b), c, d in zip(vals, from_mont_fp(out[:, :6]), from_mont_fp(out[:, 6:])):
+        assert ((a * c - b * d) % P_MOD, (a * d + b * c) % P_MOD) == (1, 0)  # u^2 = -1
+
+
+def test_batch_inverse_levels() -> None:
+    assert batch_inverse.levels(1) == [(1, 1)]
+    assert batch_inverse.levels(1 << 15) == [(1 << 15, 1 << 11)]
+    assert batch_inverse.levels(394_000) == [(394_000, 12_313), (12_313, 770)]
+    with pytest.raises(ValueError):
+        batch_inverse.BatchInverse("fr", 4)
+
+
+def test_modes() -> None:
+    from kernels.cuda import msm
+
+    assert msm_rounds.mode("rounds") == {"fused": True}
+    assert msm_rounds.mode("rounds3-g3-s32") == {"fused": False, "groups": 3, "slots": 32}
+    assert msm_rounds.mode("xyzz") is None
+    for bad in ("rounds4", "rounds-g0", "rounds-x2", "rounds-g", "roundsg2"):
+        with pytest.raises(ValueError):
+            msm_rounds.mode(bad)
+    assert msm.accumulation(10, "rounds-s8") == "rounds-s8"
+    assert msm.accumulation(1 << 30, "auto") == "batch" and not msm.use_batch("g1", 10, "rounds")
+    with pytest.raises(ValueError):
+        msm.accumulation(10, "affine")
+
+
+def test_item_length() -> None:
+    assert msm_rounds.item_length(1 << 28, 1 << 21) == 151  # 128 + 2 x 11.3
+    assert msm_rounds.item_length(100, 1 << 15) == 8
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_g2_item_sums_match_arkworks(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, fused: bool) -> None:
+    ark = pytest.importorskip("py_arkworks_bls12381")
+    from kernels.cuda import testing as T
+
+    rng = random.Random()
+    pts = T.random_points("g2", 6, rng)
+    rows = np.vstack([T.ark_to_words("g2", pts), np.zeros((1, 24), np.uint64)]).view(np.uint32).copy()
+    items, _ = make_items(rng, len(pts), 24)
+    sorted_, start, end = layout(rng, items)
+    partials = np.full((len(items), 96), 0xA5A5A5A5, np.uint32)
+    sched = fake_device(monkeypatch, lib, rng, True)
+    msm_rounds.accumulate("g2", rows, sorted_, start, end, len(items), partials, fused=fused, groups=2, slots=2)
+    sched.drain()
+    one = np.frombuffer((FP_R % P_MOD).to_bytes(48, "little"), "<u4")
+    for it, row in zip(items, partials):
+        s = ark.G2Point.identity()
+        for v in it:
+            idx = v & 0x7FFFFFFF
+            p = pts[idx] if idx < len(pts) else ark.G2Point.identity()
+            s = s + (-p if v >> 31 else p)
+        want = T.ark_to_words("g2", [s])[0].view(np.uint32)
+        if not want.any():
+            assert not row.any()
+        else:
+            assert np.array_equal(row[:48], want)
+            assert np.array_equal(row[48:60], one) and not row[60:72].any()  # ZZ = 1 (c0 = R, c1 = 0)
+            assert np.array_equal(row[72:84], one) and not row[84:].any()

@@ -1,0 +1,187 @@
+"""The "rounds" bucket accumulation (kernels/cuda/msm/rounds.cuh, kernels/cuda/msm_rounds.py) on the
+GPU: the same points as arkworks and as the XYZZ path, bit for bit, on fresh random inputs: planted
+exceptional additions, a GLV table, a crowded bucket cut into many items, several groups and slots
+a thread, and a large case over known discrete logarithms. Both forms of the round's pass (fused,
+"rounds"; step and finish kernels, "rounds3")."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernels.backend import cuda_unavailable_reason
+from kernels.constants import R_MOD
+from kernels.cuda import testing as T
+
+_REASON = cuda_unavailable_reason()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
+MODES = ["rounds", "rounds3"]
+
+
+def _msm(group: str, pts: list[Any], sc: list[int], **kw: Any) -> np.ndarray:
+    import cupy as cp
+
+    from kernels.cuda import msm
+
+    kw.setdefault("accumulate", "rounds")
+    got = msm.msm(group, cp.asarray(T.ark_to_words(group, pts)), cp.asarray(T.fr_words(sc)), **kw)
+    return np.asarray(cp.asnumpy(got)[0])
+
+
+@pytest.mark.parametrize(("group", "window", "n", "mode"),
+                         [(g, w, n, "rounds") for g in ("g1", "g2") for w in (4, 8, 13) for n in (2, 50)]
+                         + [("g1", w, 1200, m) for w in (4, 8, 13) for m in MODES] + [("g2", 8, 400, m) for m in MODES])
+def test_matches_arkworks(group: str, window: int, n: int, mode: str) -> None:
+    rng = random.Random()
+    pts = T.random_points(group, n, rng)
+    sc = T.random_scalars(n, rng)
+    T.plant_edges(pts, sc, group, rng)
+    assert np.array_equal(_msm(group, pts, sc, window=window, accumulate=mode), T.ark_msm(group, pts, sc))
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("mode", MODES)
+def test_exceptional_additions(group: str, mode: str) -> None:
+    """Buckets that hold only P and -P, P twice, P three times, P, -P, P, infinity among them."""
+    import py_arkworks_bls12381 as ark
+
+    rng = random.Random()
+    G = ark.G1Point if group == "g1" else ark.G2Point
+    P = G() * ark.Scalar(rng.randrange(2, R_MOD))
+    Q = G() * ark.Scalar(rng.randrange(2, R_MOD))
+    s = rng.randrange(2, R_MOD)
+    inf = G.identity()
+    cases = [[P, -P], [P, P], [P, P, P], [P, -P, P], [inf, P], [P, inf, P], [P, Q, -Q, -P], [P, P, -P, Q], [inf, inf]]
+    for pts in cases:
+        sc = [s] * len(pts)
+        for w in (None, 5):
+            assert np.array_equal(_msm(group, pts, sc, window=w, accumulate=mode), T.ark_msm(group, pts, sc)), pts
+
+
+@pytest.mark.parametrize(("groups", "slots"), [(1, 1), (2, 16), (3, 5)])
+def test_crowded_bucket_and_groups(groups: int, slots: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A third of the scalars equal (one bucket per window holds them all: cut into many items of
+    8, their sums by the tree path), with several groups and slots a thread; equal to arkworks and
+    to the XYZZ path, and the stats name the mode and its rounds."""
+    import cupy as cp
+
+    from kernels.cuda import msm, msm_rounds
+
+    monkeypatch.setattr(msm_rounds, "GROUPS", groups)
+    monkeypatch.setattr(msm_rounds, "SLOTS", slots)
+    monkeypatch.setattr(msm, "HEAVY_ITEMS", 2)
+    rng = random.Random()
+    n = 3000
+    pts = T.random_points("g1", n, rng)
+    sc = T.random_scalars(n, rng)
+    sc[: n // 3] = [R_MOD - 7] * (n // 3)
+    T.plant_edges(pts, sc, "g1", rng)
+    P, S = cp.asarray(T.ark_to_words("g1", pts)), cp.asarray(T.fr_words(sc))
+    want = T.ark_msm("g1", pts, sc)
+    for mode in MODES:
+        st = msm.MsmStats()
+        got = cp.asnumpy(msm.msm("g1", P, S, window=9, item_len=8, accumulate=mode, stats=st))[0]
+        assert st.accumulate == mode and st.slots == 8, (st.accumulate, st.slots)  # rounds: the longest item
+        assert np.array_equal(got, want)
+    assert np.array_equal(cp.asnumpy(msm.msm("g1", P, S, window=9, accumulate="xyzz"))[0], want)
+    sc[-1] = (sc[-1] + 1) % R_MOD  # negative case: another scalar, another point
+    assert not np.array_equal(cp.asnumpy(msm.msm("g1", P, cp.asarray(T.fr_words(sc)), window=9, accumulate="rounds"))[0], want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_glv_table(mode: str) -> None:
+    """The GLV-split MSM (points and their endomorphism images) with the rounds accumulation, and
+    the sort into fixed runs: the same point as arkworks and the XYZZ path."""
+    import cupy as cp
+
+    from kernels.constants import GLV_LAMBDA
+    from kernels.cuda import msm
+
+    rng = random.Random()
+    n = 3000
+    pts = T.random_points("g1", n, rng)
+    sc = T.random_scalars(n, rng)
+    T.plant_edges(pts, sc, "g1", rng)
+    sc[-4:] = [GLV_LAMBDA, GLV_LAMBDA + 1, GLV_LAMBDA - 1, R_MOD - 1]
+    ext = msm.endo_table(cp.asarray(T.ark_to_words("g1", pts)))
+    S = cp.asarray(T.fr_words(sc))
+    want = T.ark_msm("g1", pts, sc)
+    for runs in (False, True):
+        st = msm.MsmStats()
+        got = cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, accumulate=mode, sort_runs=runs, stats=st))[0]
+        assert "glv_split" in st.extra and st.accumulate == mode
+        assert np.array_equal(got, want)
+    assert np.array_equal(cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, accumulate="xyzz"))[0], want)
+
+
+@pytest.mark.parametrize("log_n", [18, 21])
+def test_large_against_known_logs(log_n: int) -> None:
+    """2^18 / 2^21 points k_i G and scalars s_i: the MSM is (sum k_i s_i mod r) G, with Python
+    integers, and the XYZZ path's point."""
+    import cupy as cp
+    import py_arkworks_bls12381 as ark
+
+    from kernels.constants import FR_R
+    from kernels.cuda import msm
+    from kernels.cuda.bench import generator_words, random_fr_device
+    from kernels.cuda.fixed_base import FixedBase
+
+    n = 1 << log_n
+    k_dev, s_dev = random_fr_device(n), random_fr_device(n)
+    pts = FixedBase("g1", generator_words("g1")).mul(k_dev)
+    rinv = pow(FR_R, -1, R_MOD)
+
+    def ints(a: Any) -> list[int]:
+        raw = cp.asnumpy(a).astype("<u8").tobytes()
+        return [int.from_bytes(raw[32 * i: 32 * i + 32], "little") * rinv % R_MOD for i in range(n)]
+
+    ks, ss = ints(k_dev), ints(s_dev)
+    want = T.ark_to_words("g1", [ark.G1Point() * ark.Scalar(sum(k * s for k, s in zip(ks, ss)) % R_MOD)])[0]
+    for mode in MODES:
+        st = msm.MsmStats()
+        got = cp.asnumpy(msm.msm("g1", pts, s_dev, accumulate=mode, stats=st))[0]
+        assert st.accumulate == mode and st.slots > 0
+        assert np.array_equal(got, want)
+    assert np.array_equal(cp.asnumpy(msm.msm("g1", pts, s_dev, accumulate="xyzz"))[0], want)
+
+
+def test_scale_equals_xyzz() -> None:
+    """2^23 distinct device points and random scalars, G1, and a 0/1-heavy vector: the rounds
+    path's point is the XYZZ path's."""
+    import cupy as cp
+
+    from kernels.cuda import msm
+    from kernels.cuda.bench import distinct_points_device, random_fr_device
+
+    n = 1 << 23
+    pts = distinct_points_device("g1", n)
+    sc = random_fr_device(n)
+    a = cp.asnumpy(msm.msm("g1", pts, sc, accumulate="rounds"))
+    assert np.array_equal(a, cp.asnumpy(msm.msm("g1", pts, sc, accumulate="xyzz")))
+    bits = cp.random.randint(0, 3, size=n, dtype=cp.int64)
+    one = cp.asarray(T.fr_words([1]))
+    sc = cp.where((bits == 1)[:, None], one, cp.where((bits == 0)[:, None], cp.zeros_like(one), sc))
+    b = cp.asnumpy(msm.msm("g1", pts, sc, accumulate="rounds"))
+    assert np.array_equal(b, cp.asnumpy(msm.msm("g1", pts, sc, accumulate="xyzz")))
+    assert not np.array_equal(a, b)
+
+
+def test_batch_inverse_on_device() -> None:
+    """kernels/cuda/batch_inverse.py on the device against pow(x, -1, p), with one up level."""
+    import cupy as cp
+
+    from kernels.constants import P_MOD
+    from kernels.cpu.convert import from_mont_fp, to_mont_fp
+    from kernels.cuda.batch_inverse import TOP_MAX, BatchInverse
+
+    rng = random.Random()
+    m = TOP_MAX + 1000
+    vals = [rng.randrange(P_MOD) for _ in range(m)]
+    vals[5] = 0
+    arr = cp.asarray(to_mont_fp(vals).view(np.uint32).reshape(-1))
+    BatchInverse("fp", m)(arr, m)
+    got = from_mont_fp(cp.asnumpy(arr).view(np.uint64).reshape(m, 6))
+    assert got == [pow(v, -1, P_MOD) if v else 0 for v in vals]
