@@ -1,0 +1,190 @@
+// BLS12-381 Fp Montgomery multiplication on the FP64 pipe: a measured prototype, a drop-in for
+// `a * b` on Fp (Mont<FpParams>, 12 x 32-bit limbs), bit-identical to it (same R = 2^384, fully
+// reduced, canonical). Nothing in the engine uses it yet.
+//
+// Why. Mont<Fp>::operator* (mont.cuh) keeps the IMAD pipe ~97% busy (about 600 IMAD pipe slots a
+// product: 288 wide 32x32 multiply-adds) while the SM's 64 FP64 FMA lanes a clock sit idle. An
+// FP64 FMA multiplies two integers below 2^52 exactly before its one rounding, so the classic
+// split (Emmart, Zheng and Weems, ARITH 2018) gives the exact 96-bit product of two 48-bit limbs
+// as two doubles whose bit patterns are the product's high and low parts as integers.
+//
+// Radix. 8 limbs of 48 bits: 8 x 48 = 384, so the Montgomery radix is R = 2^384 exactly as in
+// mont.cuh and the results agree bit for bit. p < 2^381, so every limb of an operand, of p and of
+// each Montgomery quotient digit m is below 2^48.
+//
+// One limb product a * b (a, b < 2^48, a b <= (2^48 - 1)^2 < 2^96), three FP64 operations:
+//   h = fma(a, b, C1)      C1 = 2^100: a b + C1 lies in [2^100, 2^101), whose ulp is 2^48, so
+//                          h = C1 + hi 2^48 with hi = round(a b / 2^48) in [0, 2^48 - 2]; the
+//                          bit pattern of h is bits(C1) + hi (the mantissa counts ulps).
+//   s = C2 - h             C2 = C1 + 3 2^51: s = (24 - hi) 2^48, exactly representable, so exact.
+//   l = fma(a, b, s)       = (a b - hi 2^48) + 3 2^51 = lo + 3 2^51 with |lo| <= 2^47 (h was
+//                          rounded to nearest), so l lies in [2^52, 2^53), whose ulp is 1: exact,
+//                          and bits(l) = bits(2^52) + 2^51 + lo.
+// So a b = hi 2^48 + lo with hi = bits(h) - HB, lo = bits(l) - LB (HB = 0x4630..., LB =
+// 0x4338...). The bit patterns are summed as 64-bit integers into column accumulators (hi into
+// column k + 1, lo into column k) and each column's biases, a compile-time constant (the count of
+// terms it took, times HB or LB; the `bias` array below, folded away by the compiler), are
+// subtracted once. A column takes at most 8 + 8 products of a b and m p, 32 terms of magnitude
+// <= 2^48, plus a carry: far inside int64 (the wrap-around of the biased sums is harmless modulo
+// 2^64).
+//
+// Montgomery reduction, interleaved by columns (operand scanning for m p): after the 64 products
+// a_i b_j, for k = 0..7 the column k is complete (S_k, all terms of products with index sum k,
+// the hi parts of those with index sum k - 1 and the carry), m_k = S_k (-p^-1) mod 2^48 makes
+// S_k + m_k p_0 divisible by 2^48, and the products m_k p_i (i >= 1) are added into columns
+// k + i, k + i + 1. BLS12-381's p_0 = 2^48 - 0x5555, so m_k p_0 needs no FP64 product at all:
+// (S_k + m_k p_0) / 2^48 = m_k + (S_k - 0x5555 m_k) / 2^48, an exact arithmetic shift (0x5555 m_k
+// < 2^63), added to column k + 1. Columns 8..15 are then T = (a b + M p) / 2^384 < 2p < 2^382 in
+// signed column form: one carry pass gives its 48-bit digits (the final carry is 0), which are
+// repacked into 12 words and reduced once by mont.cuh's reduce_once, as operator* does.
+//
+// Inputs are unpacked into 48-bit limbs and made doubles without a conversion instruction: the
+// bit pattern 0x4330000000000000 | x is the double 2^52 + x, and one FP64 subtraction leaves x.
+//
+// Counts per product (instructions a thread issues; SASS of fp_dmul_chain, see the report):
+//   FP64 pipe: 64 a b products x 3 + 56 m p products x 3 + 16 limb and 8 quotient conversions = 384
+//   integer:   2 64-bit accumulations per product (one IADD3 pair adds two terms: ~240), the
+//              quotient digits (64x48-bit low multiply, the p_0 shortcut: ~13 a row), the carry
+//              pass, repacking and the final conditional subtraction (~100).
+// The FP64 pipe has 16 lanes per SM sub-partition (64 an SM, like the IMAD pipe), a warp
+// instruction takes it 2 clocks, so 384 FP64 operations bound a sub-partition at 768 clocks per
+// 32 products, against ~1200 for the IMAD product (600 IMAD slots): 132 SMs x 1.98 GHz x 64 /
+// 384 = 43.6 G mul/s. But a sub-partition issues one instruction a clock, and the integer work
+// brings the total to ~800-860 instructions, so the issue port bounds it first: 132 x 1.98 GHz x
+// 128 / ~830 = ~40 G mul/s; at the ~85% a mixed FP64/integer stream reaches, about 34 G mul/s,
+// against 26.9 for operator*. (Moving products to the IMAD pipe, a hybrid, does not help under
+// the issue bound: an IMAD 48x48 product costs more instructions than three FP64 operations.)
+#pragma once
+#include "bls12_381.cuh"
+
+#ifndef __CUDACC__
+#include <cmath>
+#include <cstring>
+#endif
+
+// The split constant C1 = 2^SEALTOP_DMUL_C1_LOG2. Only 100 is right (the ulp of [2^C1, 2^(C1+1))
+// must be 2^48); a build with another value exists so the host test can show a broken split is
+// caught.
+#ifndef SEALTOP_DMUL_C1_LOG2
+#define SEALTOP_DMUL_C1_LOG2 100
+#endif
+
+namespace dmul48 {
+
+HD double fma_rn(double a, double b, double c) {
+#ifdef __CUDACC__
+    return __fma_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
+HD uint64_t bits(double x) {
+#ifdef __CUDACC__
+    return (uint64_t)__double_as_longlong(x);
+#else
+    uint64_t r;
+    std::memcpy(&r, &x, sizeof r);
+    return r;
+#endif
+}
+HD double from_bits(uint64_t x) {
+#ifdef __CUDACC__
+    return __longlong_as_double((long long)x);
+#else
+    double r;
+    std::memcpy(&r, &x, sizeof r);
+    return r;
+#endif
+}
+
+static const uint64_t MASK48 = 0xffffffffffffull;
+static const uint64_t EXP52 = 0x4330000000000000ull;  // bits(2^52)
+static const uint64_t HB = (uint64_t)(1023 + SEALTOP_DMUL_C1_LOG2) << 52;  // bits(C1)
+static const uint64_t LB = EXP52 + (1ull << 51);                            // bits(3 2^51 + 2^52 - 2^52)
+// p in 48-bit limbs (kernels.constants.P_MOD; tests/test_cuda_host_dmul.py checks them), as doubles
+HD double p48(int i) {
+    switch (i) {
+        case 0: return (double)0xffffffffaaabull;
+        case 1: return (double)0xb153ffffb9feull;
+        case 2: return (double)0xf6241eabfffeull;
+        case 3: return (double)0x6730d2a0f6b0ull;
+        case 4: return (double)0x4b84f38512bfull;
+        case 5: return (double)0x434bacd76477ull;
+        case 6: return (double)0xe69a4b1ba7b6ull;
+        case 7: return (double)0x1a0111ea397full;
+    }
+    return 0.0;
+}
+static const uint64_t P0_C = 0x5555ull;                // 2^48 - p_0
+static const uint64_t NINV48 = 0xfffcfffcfffdull;      // -p^-1 mod 2^48
+
+// x < 2^52 as the double x: the bit pattern of 2^52 + x, less 2^52 (exact).
+HD double limb_to_double(uint64_t x) { return from_bits(x | EXP52) - 4503599627370496.0; }
+
+// The 12 words of an Fp element as 8 limbs of 48 bits, doubles.
+HD void unpack(double d[8], const uint32_t w[12]) {
+    UNROLL for (int j = 0; j < 4; j++) {
+        const uint64_t x0 = (uint64_t)w[3 * j] | ((uint64_t)(w[3 * j + 1] & 0xffffu) << 32);
+        const uint64_t x1 = (uint64_t)(w[3 * j + 1] >> 16) | ((uint64_t)w[3 * j + 2] << 16);
+        d[2 * j] = limb_to_double(x0);
+        d[2 * j + 1] = limb_to_double(x1);
+    }
+}
+
+// 8 digits of 48 bits (each below 2^48) as 12 words.
+HD void pack(uint32_t w[12], const uint64_t r[8]) {
+    UNROLL for (int j = 0; j < 4; j++) {
+        w[3 * j] = (uint32_t)r[2 * j];
+        w[3 * j + 1] = (uint32_t)(r[2 * j] >> 32) | ((uint32_t)r[2 * j + 1] << 16);
+        w[3 * j + 2] = (uint32_t)(r[2 * j + 1] >> 16);
+    }
+}
+
+// a b (both below 2^48) into the column accumulators: the low part into column k, the high part
+// into column k + 1, their biases into the matching `bias` entries (constants).
+HD void prod(double a, double b, uint64_t acc[16], uint64_t bias[16], int k) {
+    const double C1 = (double)(1ull << (SEALTOP_DMUL_C1_LOG2 - 64)) * 18446744073709551616.0;
+    const double C2 = C1 + 6755399441055744.0;  // C1 + 3 2^51
+    const double h = fma_rn(a, b, C1);
+    const double s = C2 - h;
+    const double l = fma_rn(a, b, s);
+    acc[k] += bits(l);
+    acc[k + 1] += bits(h);
+    bias[k] += LB;
+    bias[k + 1] += HB;
+}
+
+// a b R^-1 mod p (R = 2^384), fully reduced; equal to Mont<Fp>::operator*.
+HD Fp mul(const Fp& a, const Fp& b) {
+    double ad[8], bd[8];
+    unpack(ad, a.v);
+    unpack(bd, b.v);
+    uint64_t acc[16], bias[16];
+    UNROLL for (int k = 0; k < 16; k++) acc[k] = bias[k] = 0;
+    UNROLL for (int i = 0; i < 8; i++) {
+        UNROLL for (int j = 0; j < 8; j++) prod(ad[i], bd[j], acc, bias, i + j);
+    }
+    UNROLL for (int k = 0; k < 8; k++) {
+        const int64_t s = (int64_t)(acc[k] - bias[k]);  // column k, complete
+        const uint64_t m = ((uint64_t)s * NINV48) & MASK48;
+        // (s + m p_0) / 2^48 with p_0 = 2^48 - P0_C: exact, s - P0_C m being a multiple of 2^48
+        acc[k + 1] += m + (uint64_t)((s - (int64_t)(m * P0_C)) >> 48);
+        const double md = limb_to_double(m);
+        UNROLL for (int i = 1; i < 8; i++) prod(md, p48(i), acc, bias, k + i);
+    }
+    // T = sum over k of column (8 + k) 2^(48 k) < 2p < 2^382: its digits by one signed carry pass
+    uint64_t r[8];
+    int64_t carry = 0;
+    UNROLL for (int k = 0; k < 8; k++) {
+        const int64_t s = (int64_t)(acc[8 + k] - bias[8 + k]) + carry;
+        r[k] = (uint64_t)s & MASK48;
+        carry = s >> 48;
+    }
+    uint32_t w[12];
+    pack(w, r);
+    Fp out;
+    Fp::reduce_once(out.v, w, 0);
+    return out;
+}
+
+}  // namespace dmul48
