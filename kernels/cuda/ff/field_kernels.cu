@@ -2,6 +2,7 @@
 // Backend interface, plus Fp and Fp2 operations used to check the arithmetic on the device.
 // op codes: 0 add, 1 sub, 2 mul, 3 sqr, 4 inverse (0 -> 0), 5 neg, 6 from Montgomery, 7 to Montgomery.
 #include "bls12_381.cuh"
+#include "dmul.cuh"
 
 template <class F>
 __device__ __forceinline__ void field_binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
@@ -48,5 +49,33 @@ __global__ void fp_mul_chain(const uint32_t* a, uint32_t* out, int iters) {
     Fp x = Fp::load(a + (i & 1023) * 12), y = x;
     for (int k = 0; k < iters; k++) x = x * y;
     x.store(out + i * 12);
+}
+// The same chain through dmul.cuh's FP64-pipe product: one chain a thread, as fp_mul_chain, so
+// the two rates compare like for like; its outputs must equal fp_mul_chain's.
+__global__ void fp_dmul_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
+    for (int k = 0; k < iters; k++) x = dmul48::mul(x, y);
+    x.store(out + i * 12);
+}
+// Both products at once: two independent chains a thread, one on the IMAD pipe (operator*) and
+// one on the FP64 pipe (dmul48::mul), counted as 2 * iters products a thread. Whether the two
+// pipes overlap shows as a rate above both single-product chains. The chains end equal; a
+// mismatch poisons word 0, so the output still has to equal fp_mul_chain's.
+__global__ void fp_mix_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x, z = x;
+    for (int k = 0; k < iters; k++) {
+        x = x * y;
+        z = dmul48::mul(z, y);
+    }
+    if (!x.eq(z)) z.v[0] ^= 0xdeadbeefu;
+    z.store(out + i * 12);
+}
+// out = a * b by dmul48::mul, elementwise (tests/test_cuda_dmul.py).
+__global__ void fp_dmul(const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    dmul48::mul(Fp::load(a + i * 12), Fp::load(b + i * 12)).store(out + i * 12);
 }
 }
