@@ -1,5 +1,6 @@
-"""ff/dmul.cuh's FP64-pipe Fp product, built for the host (std::fma for the GPU's FMA) from the
-same header the GPU compiles, against Python integers and bit for bit against Mont<Fp>'s product
+"""ff/dmul.cuh's FP64-pipe Fp products (schoolbook, Karatsuba, the FP64/IMAD hybrid, the
+squaring), built for the host (std::fma for the GPU's FMA) from the same header the GPU
+compiles, against Python integers and bit for bit against Mont<Fp>'s product and square
 (mont.cuh, portable and PTX-model builds) in the same library; no GPU needed."""
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ pytestmark = needs_cxx
 R = 1 << 384
 R_INV = pow(R, -1, P_MOD)
 MASK48 = (1 << 48) - 1
+# ff/dmul_host.cpp's fp_mul_pair codes
+MONT, SCHOOL, KARATSUBA, DSQR, MSQR, HYBRID = 0, 1, 2, 3, 4, 5
+PRODUCTS = {"school": SCHOOL, "karatsuba": KARATSUBA, "hybrid": HYBRID}
 
 
 @pytest.fixture(scope="module", params=BUILDS)
@@ -39,7 +43,7 @@ def _ints(a: np.ndarray) -> list[int]:
 
 
 def _mul(lib: ctypes.CDLL, which: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """which 1: dmul48::mul; 0: Mont<Fp>::operator*, over rows of a and b."""
+    """One of fp_mul_pair's products (``which``, a code above) over rows of a and b."""
     a, b = np.ascontiguousarray(a, dtype=np.uint64), np.ascontiguousarray(b, dtype=np.uint64)
     out = np.full_like(a, 0xDEADBEEFDEADBEEF)
     p = ctypes.c_void_p
@@ -60,35 +64,46 @@ def _edges() -> list[int]:
 def test_p_limbs_in_header_match_constants() -> None:
     """The header's 48-bit limbs of p, 2^48 - p_0 and -p^-1 mod 2^48 are those of P_MOD."""
     text = (CUDA_DIR / "ff" / "dmul.cuh").read_text()
-    limbs = {int(i): int(v, 16) for i, v in re.findall(r"case (\d): return \(double\)0x([0-9a-f]+)ull;", text)}
-    assert limbs == {i: (P_MOD >> (48 * i)) & MASK48 for i in range(8)}
+    table = re.search(r"DMUL_P48\[8\] = \{([^}]*)\}", text).group(1)  # type: ignore[union-attr]
+    limbs = [int(v, 16) for v in re.findall(r"\(double\)0x([0-9a-f]+)ull", table)]
+    assert limbs == [(P_MOD >> (48 * i)) & MASK48 for i in range(8)]
     assert int(re.search(r"P0_C = 0x([0-9a-f]+)ull", text).group(1), 16) == (1 << 48) - (P_MOD & MASK48)  # type: ignore[union-attr]
     ninv = int(re.search(r"NINV48 = 0x([0-9a-f]+)ull", text).group(1), 16)  # type: ignore[union-attr]
     assert ninv == (-pow(P_MOD, -1, 1 << 48)) % (1 << 48)
 
 
-def test_dmul_matches_python_and_mont(lib: ctypes.CDLL) -> None:
+@pytest.mark.parametrize("variant", list(PRODUCTS))
+def test_dmul_matches_python_and_mont(lib: ctypes.CDLL, variant: str) -> None:
     rng = random.Random()
     edges = _edges()
     a = [x for x in edges for _ in edges] + [rng.randrange(P_MOD) for _ in range(3000)]
     b = [y for _ in edges for y in edges] + [rng.randrange(P_MOD) for _ in range(3000)]
     A, B = _words(a), _words(b)
-    got = _mul(lib, 1, A, B)
+    got = _mul(lib, PRODUCTS[variant], A, B)
     # as raw words: a b R^-1 mod p, canonical
     assert _ints(got) == [x * y * R_INV % P_MOD for x, y in zip(a, b)]
     # bit for bit the existing product
-    assert np.array_equal(got, _mul(lib, 0, A, B))
+    assert np.array_equal(got, _mul(lib, MONT, A, B))
     # in Montgomery form: the field product
     ma, mb = to_mont_fp(a[-500:]), to_mont_fp(b[-500:])
-    assert from_mont_fp(_mul(lib, 1, ma, mb)) == [x * y % P_MOD for x, y in zip(a[-500:], b[-500:])]
+    assert from_mont_fp(_mul(lib, PRODUCTS[variant], ma, mb)) == [x * y % P_MOD for x, y in zip(a[-500:], b[-500:])]
+
+
+def test_dsqr_matches_python_and_mont(lib: ctypes.CDLL) -> None:
+    a = _edges() + [random.randrange(P_MOD) for _ in range(3000)]
+    A = _words(a)
+    got = _mul(lib, DSQR, A, A)
+    assert _ints(got) == [x * x * R_INV % P_MOD for x in a]
+    assert np.array_equal(got, _mul(lib, MSQR, A, A))
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, P_MOD - 1), st.integers(0, P_MOD - 1))
 def test_dmul_property(x: int, y: int) -> None:
     lib = _LIBS[0]
-    got = _mul(lib, 1, _words([x]), _words([y]))
-    assert _ints(got) == [x * y * R_INV % P_MOD]
+    for which in PRODUCTS.values():
+        assert _ints(_mul(lib, which, _words([x]), _words([y]))) == [x * y * R_INV % P_MOD]
+    assert _ints(_mul(lib, DSQR, _words([x]), _words([x]))) == [x * x * R_INV % P_MOD]
 
 
 _LIBS: list[ctypes.CDLL] = []
@@ -110,7 +125,9 @@ def test_wrong_operand_or_broken_split_is_caught(tmp_path_factory: pytest.TempPa
     b = [rng.randrange(1, P_MOD) for _ in range(200)]
     want = [x * y * R_INV % P_MOD for x, y in zip(a, b)]
     lib = _LIBS[0]
-    assert all(g != w for g, w in zip(_ints(_mul(lib, 1, _words([x + 1 for x in a]), _words(b))), want))
+    for which in PRODUCTS.values():
+        assert all(g != w for g, w in zip(_ints(_mul(lib, which, _words([x + 1 for x in a]), _words(b))), want))
     broken = host_library(tmp_path_factory, "ff/dmul_host.cpp", "-O1", "-DSEALTOP_DMUL_C1_LOG2=101")
-    got = _ints(_mul(broken, 1, _words(a), _words(b)))
-    assert sum(g != w for g, w in zip(got, want)) > 150
+    for which in PRODUCTS.values():
+        got = _ints(_mul(broken, which, _words(a), _words(b)))
+        assert sum(g != w for g, w in zip(got, want)) > 150

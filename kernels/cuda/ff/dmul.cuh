@@ -102,19 +102,12 @@ static const uint64_t EXP52 = 0x4330000000000000ull;  // bits(2^52)
 static const uint64_t HB = (uint64_t)(1023 + SEALTOP_DMUL_C1_LOG2) << 52;  // bits(C1)
 static const uint64_t LB = EXP52 + (1ull << 51);                            // bits(3 2^51 + 2^52 - 2^52)
 // p in 48-bit limbs (kernels.constants.P_MOD; tests/test_cuda_host_dmul.py checks them), as doubles
-HD double p48(int i) {
-    switch (i) {
-        case 0: return (double)0xffffffffaaabull;
-        case 1: return (double)0xb153ffffb9feull;
-        case 2: return (double)0xf6241eabfffeull;
-        case 3: return (double)0x6730d2a0f6b0ull;
-        case 4: return (double)0x4b84f38512bfull;
-        case 5: return (double)0x434bacd76477ull;
-        case 6: return (double)0xe69a4b1ba7b6ull;
-        case 7: return (double)0x1a0111ea397full;
-    }
-    return 0.0;
-}
+// in constant memory: a DFMA reads a constant-bank operand directly, where a 64-bit immediate
+// would first be moved into two registers (DFMA's immediate holds only a double's top 32 bits).
+CONSTANT double DMUL_P48[8] = {
+    (double)0xffffffffaaabull, (double)0xb153ffffb9feull, (double)0xf6241eabfffeull, (double)0x6730d2a0f6b0ull,
+    (double)0x4b84f38512bfull, (double)0x434bacd76477ull, (double)0xe69a4b1ba7b6ull, (double)0x1a0111ea397full,
+};
 static const uint64_t P0_C = 0x5555ull;                // 2^48 - p_0
 static const uint64_t NINV48 = 0xfffcfffcfffdull;      // -p^-1 mod 2^48
 
@@ -140,9 +133,11 @@ HD void pack(uint32_t w[12], const uint64_t r[8]) {
     }
 }
 
-// a b (both below 2^48) into the column accumulators: the low part into column k, the high part
-// into column k + 1, their biases into the matching `bias` entries (constants).
-HD void prod(double a, double b, uint64_t acc[16], uint64_t bias[16], int k) {
+// a b into the column accumulators: the low part into column k, the high part into column
+// k + 1, their biases into the matching `bias` entries (constants, folded by the compiler). The
+// split needs a b + C1 < 2^101: a b < 2^98 is enough (limbs below 2^48, or one of them a sum or
+// double of two such limbs, as Karatsuba and the squaring use).
+HD void prod(double a, double b, uint64_t* acc, uint64_t* bias, int k) {
     const double C1 = (double)(1ull << (SEALTOP_DMUL_C1_LOG2 - 64)) * 18446744073709551616.0;
     const double C2 = C1 + 6755399441055744.0;  // C1 + 3 2^51
     const double h = fma_rn(a, b, C1);
@@ -154,23 +149,17 @@ HD void prod(double a, double b, uint64_t acc[16], uint64_t bias[16], int k) {
     bias[k + 1] += HB;
 }
 
-// a b R^-1 mod p (R = 2^384), fully reduced; equal to Mont<Fp>::operator*.
-HD Fp mul(const Fp& a, const Fp& b) {
-    double ad[8], bd[8];
-    unpack(ad, a.v);
-    unpack(bd, b.v);
-    uint64_t acc[16], bias[16];
-    UNROLL for (int k = 0; k < 16; k++) acc[k] = bias[k] = 0;
-    UNROLL for (int i = 0; i < 8; i++) {
-        UNROLL for (int j = 0; j < 8; j++) prod(ad[i], bd[j], acc, bias, i + j);
-    }
+// The Montgomery reduction of a 16-column product (acc - bias: column k's exact value, as int64,
+// below 2^56 in magnitude, the product below p^2), interleaved by columns (see the top): the
+// fully reduced a b R^-1 mod p.
+HD Fp redc(uint64_t acc[16], uint64_t bias[16]) {
     UNROLL for (int k = 0; k < 8; k++) {
         const int64_t s = (int64_t)(acc[k] - bias[k]);  // column k, complete
         const uint64_t m = ((uint64_t)s * NINV48) & MASK48;
         // (s + m p_0) / 2^48 with p_0 = 2^48 - P0_C: exact, s - P0_C m being a multiple of 2^48
         acc[k + 1] += m + (uint64_t)((s - (int64_t)(m * P0_C)) >> 48);
         const double md = limb_to_double(m);
-        UNROLL for (int i = 1; i < 8; i++) prod(md, p48(i), acc, bias, k + i);
+        UNROLL for (int i = 1; i < 8; i++) prod(md, DMUL_P48[i], acc, bias, k + i);
     }
     // T = sum over k of column (8 + k) 2^(48 k) < 2p < 2^382: its digits by one signed carry pass
     uint64_t r[8];
@@ -185,6 +174,106 @@ HD Fp mul(const Fp& a, const Fp& b) {
     Fp out;
     Fp::reduce_once(out.v, w, 0);
     return out;
+}
+
+// a b R^-1 mod p (R = 2^384), fully reduced; equal to Mont<Fp>::operator*. Schoolbook: 64
+// products a_i b_j.
+HD Fp mul_school(const Fp& a, const Fp& b) {
+    double ad[8], bd[8];
+    unpack(ad, a.v);
+    unpack(bd, b.v);
+    uint64_t acc[16], bias[16];
+    UNROLL for (int k = 0; k < 16; k++) acc[k] = bias[k] = 0;
+    UNROLL for (int i = 0; i < 8; i++) {
+        UNROLL for (int j = 0; j < 8; j++) prod(ad[i], bd[j], acc, bias, i + j);
+    }
+    return redc(acc, bias);
+}
+
+// The same product with one level of Karatsuba on a b: with a = A0 + X^4 A1, b = B0 + X^4 B1
+// (X = 2^48, halves of 4 limbs), a b = P0 + X^4 (Pm - P0 - P2) + X^8 P2 for P0 = A0 B0, P2 =
+// A1 B1, Pm = (A0 + A1)(B0 + B1): 48 products instead of 64 (144 FP64 operations fewer, 8 more
+// for the sums A0 + A1, B0 + B1, exact below 2^49), each P in 8 columns of its own; the three
+// are combined column by column (64-bit integer adds of the biased sums; the biases combine the
+// same way, as constants). Equal to mul_school bit for bit.
+HD void columns_karatsuba(uint64_t acc[16], uint64_t bias[16], const Fp& a, const Fp& b) {
+    double ad[8], bd[8], as[4], bs[4];
+    unpack(ad, a.v);
+    unpack(bd, b.v);
+    UNROLL for (int i = 0; i < 4; i++) {
+        as[i] = ad[i] + ad[i + 4];
+        bs[i] = bd[i] + bd[i + 4];
+    }
+    uint64_t p0[8], p2[8], pm[8], b0[8], b2[8], bm[8];
+    UNROLL for (int k = 0; k < 8; k++) p0[k] = p2[k] = pm[k] = b0[k] = b2[k] = bm[k] = 0;
+    UNROLL for (int i = 0; i < 4; i++) {
+        UNROLL for (int j = 0; j < 4; j++) {
+            prod(ad[i], bd[j], p0, b0, i + j);
+            prod(ad[i + 4], bd[j + 4], p2, b2, i + j);
+            prod(as[i], bs[j], pm, bm, i + j);
+        }
+    }
+    UNROLL for (int k = 0; k < 16; k++) {
+        acc[k] = k < 8 ? p0[k] : p2[k - 8];
+        bias[k] = k < 8 ? b0[k] : b2[k - 8];
+        if (k >= 4 && k < 12) {
+            acc[k] += pm[k - 4] - p0[k - 4] - p2[k - 4];
+            bias[k] += bm[k - 4] - b0[k - 4] - b2[k - 4];
+        }
+    }
+}
+HD Fp mul_karatsuba(const Fp& a, const Fp& b) {
+    uint64_t acc[16], bias[16];
+    columns_karatsuba(acc, bias, a, b);
+    return redc(acc, bias);
+}
+
+// The hybrid: the product a b on the FP64 pipe (columns_karatsuba), its Montgomery reduction on
+// the IMAD pipe (Mont<Fp>::redc_wide: 12 rows of 32-bit m p, as mont.cuh's squaring reduces).
+// The 16 columns become the 32 digits of a b < p^2 by one signed carry pass (the final carry is
+// 0), repacked as 24 words. Each pipe then carries about half of a product (see the top).
+HD Fp mul_hybrid(const Fp& a, const Fp& b) {
+    uint64_t acc[16], bias[16], d[16];
+    columns_karatsuba(acc, bias, a, b);
+    int64_t carry = 0;
+    UNROLL for (int k = 0; k < 16; k++) {
+        const int64_t s = (int64_t)(acc[k] - bias[k]) + carry;
+        d[k] = (uint64_t)s & MASK48;
+        carry = s >> 48;
+    }
+    uint32_t t[24];
+    pack(t, d);
+    pack(t + 12, d + 8);
+    Fp out;
+    Fp::redc_wide(out.v, t);
+    return out;
+}
+
+// a^2 R^-1 mod p, equal to a * a: the 28 cross products once, with one factor doubled (below
+// 2^49), and the 8 squares: 36 products instead of 64.
+HD Fp sqr(const Fp& a) {
+    double ad[8], a2[8];
+    unpack(ad, a.v);
+    UNROLL for (int i = 0; i < 8; i++) a2[i] = ad[i] + ad[i];
+    uint64_t acc[16], bias[16];
+    UNROLL for (int k = 0; k < 16; k++) acc[k] = bias[k] = 0;
+    UNROLL for (int i = 0; i < 8; i++) {
+        prod(ad[i], ad[i], acc, bias, 2 * i);
+        UNROLL for (int j = i + 1; j < 8; j++) prod(a2[i], ad[j], acc, bias, i + j);
+    }
+    return redc(acc, bias);
+}
+
+#ifndef SEALTOP_DMUL_KARATSUBA
+#define SEALTOP_DMUL_KARATSUBA 1
+#endif
+// The product the probe and the tests call dmul48::mul.
+HD Fp mul(const Fp& a, const Fp& b) {
+#if SEALTOP_DMUL_KARATSUBA
+    return mul_karatsuba(a, b);
+#else
+    return mul_school(a, b);
+#endif
 }
 
 }  // namespace dmul48
