@@ -88,9 +88,12 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
 def probe_rates(log: Tee) -> dict[str, float]:
     """Fr and Fp multiplication rates: chains of dependent products, CUDA-event timed.
 
-    Beside Mont<Fp>::operator* (fp_mul_chain) it times ff/dmul.cuh's FP64-pipe product
-    (fp_dmul_chain, the same chain shape) and both interleaved (fp_mix_chain, one chain of each a
-    thread), and checks that their outputs equal fp_mul_chain's for the same inputs."""
+    Beside Mont<Fp>::operator* (fp_mul_chain) it times ff/dmul.cuh's FP64-pipe products in the
+    same chain shape (fp_dmul_chain: Karatsuba, fp_dmul_school_chain, fp_dmul_hybrid_chain: FP64
+    product and IMAD reduction), operator* and dmul48::mul interleaved (fp_mix_chain, one chain
+    of each a thread, two products an iteration), and Mont::sqr against dmul48::sqr
+    (fp_sqr_chain, fp_dsqr_chain); each output is checked against its reference's for the same
+    inputs."""
     import cupy as cp
     import numpy as np
 
@@ -121,16 +124,21 @@ def probe_rates(log: Tee) -> dict[str, float]:
             rate, ms = timed(get(name), name, iters)
             out[variant + name] = rate
             log(f"probe {variant}{name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms)")
-    kernel("field", "fp_mul_chain")((threads // 256,), (256,), (src_fp, dst, np.int32(iters)))
-    want = dst.copy()
-    for name, per_thread in (("fp_dmul_chain", iters), ("fp_mix_chain", 2 * iters)):
-        dst.fill(0)
-        rate, ms = timed(kernel("field", name), name, per_thread)
-        out[name] = rate
-        equal = bool(cp.array_equal(dst, want))
-        out[name + "_equal"] = float(equal)
-        log(f"probe {name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms, x{rate / out['fp_mul_chain']:.2f} fp_mul_chain); "
-            f"results equal: {equal}")
+    # ff/dmul.cuh's products beside their IMAD references, each output checked against the reference's
+    for ref, names in (("fp_mul_chain", ("fp_dmul_chain", "fp_dmul_school_chain", "fp_dmul_hybrid_chain", "fp_mix_chain")),
+                       ("fp_sqr_chain", ("fp_dsqr_chain",))):
+        rate, ms = timed(kernel("field", ref), ref, iters)
+        want = dst.copy()
+        if ref not in out:
+            out[ref] = rate
+            log(f"probe {ref}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms)")
+        for name in names:
+            dst.fill(0)
+            rate, ms = timed(kernel("field", name), name, 2 * iters if name == "fp_mix_chain" else iters)
+            out[name] = rate
+            equal = bool(cp.array_equal(dst, want))
+            out[name + "_equal"] = float(equal)
+            log(f"probe {name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms, x{rate / out[ref]:.2f} {ref}); results equal: {equal}")
     return out
 
 

@@ -50,32 +50,88 @@ __global__ void fp_mul_chain(const uint32_t* a, uint32_t* out, int iters) {
     for (int k = 0; k < iters; k++) x = x * y;
     x.store(out + i * 12);
 }
-// The same chain through dmul.cuh's FP64-pipe product: one chain a thread, as fp_mul_chain, so
-// the two rates compare like for like; its outputs must equal fp_mul_chain's.
-__global__ void fp_dmul_chain(const uint32_t* a, uint32_t* out, int iters) {
+// y's words made opaque (an empty asm that "changes" them; no instruction), so that the compiler
+// cannot hoist the conversion of the loop-invariant operand y out of a dmul48 chain: each product
+// then pays for both operands' conversions, as a product of two fresh values does (operator*
+// has nothing of the kind to hoist).
+#ifndef SEALTOP_DMUL_BLOCKS
+#define SEALTOP_DMUL_BLOCKS 2  // __launch_bounds__(256, this) on the dmul48 chains: registers <= 65536 / (256 this)
+#endif
+#define DMUL_BOUNDS __launch_bounds__(256, SEALTOP_DMUL_BLOCKS)
+__device__ __forceinline__ void opaque(Fp& y) {
+    UNROLL for (int j = 0; j < 12; j++) asm volatile("" : "+r"(y.v[j]));
+}
+// The same chain through dmul.cuh's FP64-pipe product (dmul48::mul, Karatsuba; the schoolbook
+// one in fp_dmul_school_chain): one chain a thread, as fp_mul_chain, so the rates compare like
+// for like; their outputs must equal fp_mul_chain's.
+__global__ void DMUL_BOUNDS fp_dmul_chain(const uint32_t* a, uint32_t* out, int iters) {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     Fp x = Fp::load(a + (i & 1023) * 12), y = x;
-    for (int k = 0; k < iters; k++) x = dmul48::mul(x, y);
+    for (int k = 0; k < iters; k++) {
+        opaque(y);
+        x = dmul48::mul(x, y);
+    }
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dmul_school_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
+    for (int k = 0; k < iters; k++) {
+        opaque(y);
+        x = dmul48::mul_school(x, y);
+    }
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dmul_hybrid_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
+    for (int k = 0; k < iters; k++) {
+        opaque(y);
+        x = dmul48::mul_hybrid(x, y);
+    }
+    x.store(out + i * 12);
+}
+// Squaring chains: Mont<Fp>::sqr and dmul48::sqr (outputs equal).
+__global__ void fp_sqr_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12);
+    for (int k = 0; k < iters; k++) x = x.sqr();
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dsqr_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12);
+    for (int k = 0; k < iters; k++) x = dmul48::sqr(x);
     x.store(out + i * 12);
 }
 // Both products at once: two independent chains a thread, one on the IMAD pipe (operator*) and
 // one on the FP64 pipe (dmul48::mul), counted as 2 * iters products a thread. Whether the two
 // pipes overlap shows as a rate above both single-product chains. The chains end equal; a
 // mismatch poisons word 0, so the output still has to equal fp_mul_chain's.
-__global__ void fp_mix_chain(const uint32_t* a, uint32_t* out, int iters) {
+__global__ void DMUL_BOUNDS fp_mix_chain(const uint32_t* a, uint32_t* out, int iters) {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     Fp x = Fp::load(a + (i & 1023) * 12), y = x, z = x;
     for (int k = 0; k < iters; k++) {
+        opaque(y);
         x = x * y;
         z = dmul48::mul(z, y);
     }
     if (!x.eq(z)) z.v[0] ^= 0xdeadbeefu;
     z.store(out + i * 12);
 }
-// out = a * b by dmul48::mul, elementwise (tests/test_cuda_dmul.py).
-__global__ void fp_dmul(const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
+// dmul48's products elementwise (tests/test_cuda_dmul.py): op 0 mul (Karatsuba), 1 mul_school,
+// 2 mul_hybrid, 3 sqr of a.
+__global__ void fp_dmul(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    dmul48::mul(Fp::load(a + i * 12), Fp::load(b + i * 12)).store(out + i * 12);
+    const Fp x = Fp::load(a + i * 12), y = Fp::load(b + i * 12);
+    Fp r;
+    switch (op) {
+        case 0: r = dmul48::mul(x, y); break;
+        case 1: r = dmul48::mul_school(x, y); break;
+        case 2: r = dmul48::mul_hybrid(x, y); break;
+        default: r = dmul48::sqr(x); break;
+    }
+    r.store(out + i * 12);
 }
 }
