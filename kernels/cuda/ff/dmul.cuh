@@ -41,19 +41,34 @@
 // Inputs are unpacked into 48-bit limbs and made doubles without a conversion instruction: the
 // bit pattern 0x4330000000000000 | x is the double 2^52 + x, and one FP64 subtraction leaves x.
 //
-// Counts per product (instructions a thread issues; SASS of fp_dmul_chain, see the report):
-//   FP64 pipe: 64 a b products x 3 + 56 m p products x 3 + 16 limb and 8 quotient conversions = 384
-//   integer:   2 64-bit accumulations per product (one IADD3 pair adds two terms: ~240), the
-//              quotient digits (64x48-bit low multiply, the p_0 shortcut: ~13 a row), the carry
-//              pass, repacking and the final conditional subtraction (~100).
-// The FP64 pipe has 16 lanes per SM sub-partition (64 an SM, like the IMAD pipe), a warp
-// instruction takes it 2 clocks, so 384 FP64 operations bound a sub-partition at 768 clocks per
-// 32 products, against ~1200 for the IMAD product (600 IMAD slots): 132 SMs x 1.98 GHz x 64 /
-// 384 = 43.6 G mul/s. But a sub-partition issues one instruction a clock, and the integer work
-// brings the total to ~800-860 instructions, so the issue port bounds it first: 132 x 1.98 GHz x
-// 128 / ~830 = ~40 G mul/s; at the ~85% a mixed FP64/integer stream reaches, about 34 G mul/s,
-// against 26.9 for operator*. (Moving products to the IMAD pipe, a hybrid, does not help under
-// the issue bound: an IMAD 48x48 product costs more instructions than three FP64 operations.)
+// Variants (all bit-identical to operator*): mul_school (64 + 56 limb products), mul_karatsuba
+// (one Karatsuba level on a b: 48 + 56; dmul48::mul), mul_hybrid (a b by Karatsuba on the FP64
+// pipe, the reduction by mont.cuh's redc_wide on the IMAD pipe) and sqr (36 + 56).
+//
+// Cost model. Per SM sub-partition: one warp instruction issued a clock; the FP64, IMAD and ALU
+// (IADD3, LOP3, SHF, SEL, ...) pipes have 16 lanes each, so a warp instruction holds its pipe 2
+// clocks, a wide IMAD (IMAD.WIDE, 64-bit result) 4. A kernel needs at least max(issue, 2 FP64,
+// 2 IMAD + 4 IMAD.WIDE, 2 ALU) clocks per warp product, and the H200 (132 SMs x 4 sub-partitions x
+// 32 lanes at ~1.98 GHz) then makes 132 x 4 x 32 x 1.98e9 / clocks products a second. Counted in
+// the SASS loop bodies of field_kernels.cu's chains (nvcc 13.0, sm_90; loop overhead included):
+//
+//   chain (one product an iteration)  instrs  FP64  IMAD+wide   ALU   clocks (bound)   G mul/s bound
+//   fp_mul_chain   operator*            387      0    24+276     82   1152 (IMAD)      29.0 (measured 26.9)
+//   fp_dmul_school_chain                846    384    45+16     397    846 (issue)     39.5
+//   fp_dmul_chain  Karatsuba            797    344    45+16     381    797 (issue)     42.0
+//   fp_dmul_hybrid_chain                633    168    43+139    279    642 (IMAD)      52.1
+//   fp_sqr_chain   Mont::sqr            373      0    30+208    132    892 (IMAD)      37.5
+//   fp_dsqr_chain  sqr                  678    299    42+12     321    678 (issue)     49.3
+//   fp_mix_chain (operator* and mul, two chains, per iteration)  1208 instrs, 1398 clocks (IMAD,
+//                  some spill moves): 47.8 G products/s bound
+//
+// operator* reaches 93% of its bound; a mixed FP64/integer stream with 4 warps a sub-partition
+// (<= 128 registers, field_kernels.cu's launch bounds) may reach less, so about 36 G mul/s for
+// mul_karatsuba, 45 for mul_hybrid. The pure FP64 products are issue-bound: each limb product
+// costs 3 FP64 operations and 2 integer accumulations (5 issue slots), and the quotient digits,
+// carry pass, repacking and final subtraction (~200 instructions) come on top. The hybrid halves
+// the FP64 work and puts the other half of the multiplications on the IMAD pipe, which the pure
+// FP64 products leave idle; that balances the pipes (issue 633, IMAD 642, ALU 558 clocks).
 #pragma once
 #include "bls12_381.cuh"
 
