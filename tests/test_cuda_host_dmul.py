@@ -53,10 +53,14 @@ def _mul(lib: ctypes.CDLL, which: int, a: np.ndarray, b: np.ndarray) -> np.ndarr
 
 def _edges() -> list[int]:
     """Field elements at the limb and split boundaries: 0, 1, p - 1, R mod p, values with 48-bit
-    limbs all ones, powers of two, the largest below 2^380, p's own limbs' neighbours."""
+    limbs all ones, powers of two, the largest below 2^380, p's own limbs' neighbours, and limb
+    patterns whose products tie in the split's rounding."""
     vals = [0, 1, 2, P_MOD - 1, P_MOD - 2, (P_MOD - 1) // 2, R % P_MOD, R * R % P_MOD, (1 << 380) - 1, 1 << 380]
     vals += [(1 << (48 * k)) - 1 for k in range(1, 8)] + [1 << (48 * k) for k in range(8)]
     vals += [P_MOD - (1 << (48 * k)) for k in range(7)] + [P_MOD & ~MASK48, (P_MOD | MASK48) - (1 << 48)]
+    # limbs 2^47 and 1, 2^47 and 2^48 - 1: limb products halfway between two multiples of 2^48,
+    # where the split's round-to-nearest ties (to even)
+    vals += [sum(1 << (48 * i + 47) for i in range(7)), sum(1 << (48 * i) for i in range(8)), 3 << 377]
     assert all(0 <= v < P_MOD for v in vals)
     return vals
 
