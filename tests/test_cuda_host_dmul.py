@@ -24,7 +24,8 @@ R = 1 << 384
 R_INV = pow(R, -1, P_MOD)
 MASK48 = (1 << 48) - 1
 # ff/dmul_host.cpp's fp_mul_pair codes
-MONT, SCHOOL, KARATSUBA, DSQR, MSQR, HYBRID = 0, 1, 2, 3, 4, 5
+MONT, SCHOOL, KARATSUBA, DSQR, MSQR, HYBRID, DSQR_HYBRID = 0, 1, 2, 3, 4, 5, 6
+SQUARES = {"sqr": DSQR, "sqr_hybrid": DSQR_HYBRID}
 PRODUCTS = {"school": SCHOOL, "karatsuba": KARATSUBA, "hybrid": HYBRID}
 
 
@@ -93,10 +94,11 @@ def test_dmul_matches_python_and_mont(lib: ctypes.CDLL, variant: str) -> None:
     assert from_mont_fp(_mul(lib, PRODUCTS[variant], ma, mb)) == [x * y % P_MOD for x, y in zip(a[-500:], b[-500:])]
 
 
-def test_dsqr_matches_python_and_mont(lib: ctypes.CDLL) -> None:
+@pytest.mark.parametrize("variant", list(SQUARES))
+def test_dsqr_matches_python_and_mont(lib: ctypes.CDLL, variant: str) -> None:
     a = _edges() + [random.randrange(P_MOD) for _ in range(3000)]
     A = _words(a)
-    got = _mul(lib, DSQR, A, A)
+    got = _mul(lib, SQUARES[variant], A, A)
     assert _ints(got) == [x * x * R_INV % P_MOD for x in a]
     assert np.array_equal(got, _mul(lib, MSQR, A, A))
 
@@ -107,7 +109,8 @@ def test_dmul_property(x: int, y: int) -> None:
     lib = _LIBS[0]
     for which in PRODUCTS.values():
         assert _ints(_mul(lib, which, _words([x]), _words([y]))) == [x * y * R_INV % P_MOD]
-    assert _ints(_mul(lib, DSQR, _words([x]), _words([x]))) == [x * x * R_INV % P_MOD]
+    for which in SQUARES.values():
+        assert _ints(_mul(lib, which, _words([x]), _words([x]))) == [x * x * R_INV % P_MOD]
 
 
 _LIBS: list[ctypes.CDLL] = []

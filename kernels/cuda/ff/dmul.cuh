@@ -43,7 +43,8 @@
 //
 // Variants (all bit-identical to operator*): mul_school (64 + 56 limb products), mul_karatsuba
 // (one Karatsuba level on a b: 48 + 56; dmul48::mul), mul_hybrid (a b by Karatsuba on the FP64
-// pipe, the reduction by mont.cuh's redc_wide on the IMAD pipe) and sqr (36 + 56).
+// pipe, the reduction by mont.cuh's redc_wide on the IMAD pipe), sqr (36 + 56) and sqr_hybrid
+// (36 on the FP64 pipe, the reduction on the IMAD pipe).
 //
 // Cost model. Per SM sub-partition: one warp instruction issued a clock; the FP64, IMAD and ALU
 // (IADD3, LOP3, SHF, SEL, ...) pipes have 16 lanes each, so a warp instruction holds its pipe 2
@@ -59,6 +60,7 @@
 //   fp_dmul_hybrid_chain                633    168    43+139    279    642 (IMAD)      52.1
 //   fp_sqr_chain   Mont::sqr            373      0    30+208    132    892 (IMAD)      37.5
 //   fp_dsqr_chain  sqr                  678    299    42+12     321    678 (issue)     49.3
+//   fp_dsqr_hybrid_chain sqr_hybrid     524    123    43+135    219    626 (IMAD)      53.4
 //   fp_mix_chain (operator* and mul, two chains, per iteration)  1208 instrs, 1398 clocks (IMAD,
 //                  some spill moves): 47.8 G products/s bound
 //
@@ -247,9 +249,8 @@ HD Fp mul_karatsuba(const Fp& a, const Fp& b) {
 // the IMAD pipe (Mont<Fp>::redc_wide: 12 rows of 32-bit m p, as mont.cuh's squaring reduces).
 // The 16 columns become the 32 digits of a b < p^2 by one signed carry pass (the final carry is
 // 0), repacked as 24 words. Each pipe then carries about half of a product (see the top).
-HD Fp mul_hybrid(const Fp& a, const Fp& b) {
-    uint64_t acc[16], bias[16], d[16];
-    columns_karatsuba(acc, bias, a, b);
+HD Fp redc_imad(uint64_t acc[16], uint64_t bias[16]) {
+    uint64_t d[16];
     int64_t carry = 0;
     UNROLL for (int k = 0; k < 16; k++) {
         const int64_t s = (int64_t)(acc[k] - bias[k]) + carry;
@@ -263,20 +264,34 @@ HD Fp mul_hybrid(const Fp& a, const Fp& b) {
     Fp::redc_wide(out.v, t);
     return out;
 }
+HD Fp mul_hybrid(const Fp& a, const Fp& b) {
+    uint64_t acc[16], bias[16];
+    columns_karatsuba(acc, bias, a, b);
+    return redc_imad(acc, bias);
+}
 
 // a^2 R^-1 mod p, equal to a * a: the 28 cross products once, with one factor doubled (below
-// 2^49), and the 8 squares: 36 products instead of 64.
-HD Fp sqr(const Fp& a) {
+// 2^49), and the 8 squares: 36 products instead of 64. sqr_hybrid reduces the same columns on
+// the IMAD pipe, as mul_hybrid does.
+HD void columns_square(uint64_t acc[16], uint64_t bias[16], const Fp& a) {
     double ad[8], a2[8];
     unpack(ad, a.v);
     UNROLL for (int i = 0; i < 8; i++) a2[i] = ad[i] + ad[i];
-    uint64_t acc[16], bias[16];
     UNROLL for (int k = 0; k < 16; k++) acc[k] = bias[k] = 0;
     UNROLL for (int i = 0; i < 8; i++) {
         prod(ad[i], ad[i], acc, bias, 2 * i);
         UNROLL for (int j = i + 1; j < 8; j++) prod(a2[i], ad[j], acc, bias, i + j);
     }
+}
+HD Fp sqr(const Fp& a) {
+    uint64_t acc[16], bias[16];
+    columns_square(acc, bias, a);
     return redc(acc, bias);
+}
+HD Fp sqr_hybrid(const Fp& a) {
+    uint64_t acc[16], bias[16];
+    columns_square(acc, bias, a);
+    return redc_imad(acc, bias);
 }
 
 #ifndef SEALTOP_DMUL_KARATSUBA

@@ -91,7 +91,7 @@ __global__ void DMUL_BOUNDS fp_dmul_hybrid_chain(const uint32_t* a, uint32_t* ou
     }
     x.store(out + i * 12);
 }
-// Squaring chains: Mont<Fp>::sqr and dmul48::sqr (outputs equal).
+// Squaring chains: Mont<Fp>::sqr, dmul48::sqr and dmul48::sqr_hybrid (outputs equal).
 __global__ void fp_sqr_chain(const uint32_t* a, uint32_t* out, int iters) {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     Fp x = Fp::load(a + (i & 1023) * 12);
@@ -102,6 +102,12 @@ __global__ void DMUL_BOUNDS fp_dsqr_chain(const uint32_t* a, uint32_t* out, int 
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     Fp x = Fp::load(a + (i & 1023) * 12);
     for (int k = 0; k < iters; k++) x = dmul48::sqr(x);
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dsqr_hybrid_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12);
+    for (int k = 0; k < iters; k++) x = dmul48::sqr_hybrid(x);
     x.store(out + i * 12);
 }
 // Both products at once: two independent chains a thread, one on the IMAD pipe (operator*) and
@@ -120,7 +126,7 @@ __global__ void DMUL_BOUNDS fp_mix_chain(const uint32_t* a, uint32_t* out, int i
     z.store(out + i * 12);
 }
 // dmul48's products elementwise (tests/test_cuda_dmul.py): op 0 mul (Karatsuba), 1 mul_school,
-// 2 mul_hybrid, 3 sqr of a.
+// 2 mul_hybrid, 3 sqr of a, 4 sqr_hybrid of a.
 __global__ void fp_dmul(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
     uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -130,7 +136,8 @@ __global__ void fp_dmul(int op, const uint32_t* a, const uint32_t* b, uint32_t* 
         case 0: r = dmul48::mul(x, y); break;
         case 1: r = dmul48::mul_school(x, y); break;
         case 2: r = dmul48::mul_hybrid(x, y); break;
-        default: r = dmul48::sqr(x); break;
+        case 3: r = dmul48::sqr(x); break;
+        default: r = dmul48::sqr_hybrid(x); break;
     }
     r.store(out + i * 12);
 }
