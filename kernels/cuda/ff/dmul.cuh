@@ -117,13 +117,14 @@ HD double from_bits(uint64_t x) {
 static const uint64_t MASK48 = 0xffffffffffffull;
 static const uint64_t EXP52 = 0x4330000000000000ull;  // bits(2^52)
 static const uint64_t HB = (uint64_t)(1023 + SEALTOP_DMUL_C1_LOG2) << 52;  // bits(C1)
-static const uint64_t LB = EXP52 + (1ull << 51);                            // bits(3 2^51 + 2^52 - 2^52)
+static const uint64_t LB = EXP52 + (1ull << 51);                            // bits(3 2^51), l's bias
 // p in 48-bit limbs (kernels.constants.P_MOD; tests/test_cuda_host_dmul.py checks them), as doubles
 // in constant memory: a DFMA reads a constant-bank operand directly, where a 64-bit immediate
 // would first be moved into two registers (DFMA's immediate holds only a double's top 32 bits).
 CONSTANT double DMUL_P48[8] = {
-    (double)0xffffffffaaabull, (double)0xb153ffffb9feull, (double)0xf6241eabfffeull, (double)0x6730d2a0f6b0ull,
-    (double)0x4b84f38512bfull, (double)0x434bacd76477ull, (double)0xe69a4b1ba7b6ull, (double)0x1a0111ea397full,
+    (double)0xffffffffaaabull, (double)0xb153ffffb9feull, (double)0xf6241eabfffeull,
+    (double)0x6730d2a0f6b0ull, (double)0x4b84f38512bfull, (double)0x434bacd76477ull,
+    (double)0xe69a4b1ba7b6ull, (double)0x1a0111ea397full,
 };
 static const uint64_t P0_C = 0x5555ull;                // 2^48 - p_0
 static const uint64_t NINV48 = 0xfffcfffcfffdull;      // -p^-1 mod 2^48
@@ -247,8 +248,8 @@ HD Fp mul_karatsuba(const Fp& a, const Fp& b) {
 
 // The hybrid: the product a b on the FP64 pipe (columns_karatsuba), its Montgomery reduction on
 // the IMAD pipe (Mont<Fp>::redc_wide: 12 rows of 32-bit m p, as mont.cuh's squaring reduces).
-// The 16 columns become the 32 digits of a b < p^2 by one signed carry pass (the final carry is
-// 0), repacked as 24 words. Each pipe then carries about half of a product (see the top).
+// The 16 columns become the 16 digits (48 bits) of a b < p^2 by one signed carry pass (the final
+// carry is 0), repacked as 24 words. Each pipe then carries about half of a product (see the top).
 HD Fp redc_imad(uint64_t acc[16], uint64_t bias[16]) {
     uint64_t d[16];
     int64_t carry = 0;
