@@ -91,9 +91,9 @@ def probe_rates(log: Tee) -> dict[str, float]:
     Beside Mont<Fp>::operator* (fp_mul_chain) it times ff/dmul.cuh's FP64-pipe products in the
     same chain shape (fp_dmul_chain: Karatsuba, fp_dmul_school_chain, fp_dmul_hybrid_chain: FP64
     product and IMAD reduction), operator* and dmul48::mul interleaved (fp_mix_chain, one chain
-    of each a thread, two products an iteration), and Mont::sqr against dmul48::sqr and sqr_hybrid
-    (fp_sqr_chain, fp_dsqr_chain, fp_dsqr_hybrid_chain); each output is checked against its reference's for the same
-    inputs."""
+    of each a thread, two products an iteration), and Mont::sqr against dmul48::sqr and
+    sqr_hybrid (fp_sqr_chain, fp_dsqr_chain, fp_dsqr_hybrid_chain); each output is checked against
+    its reference's for the same inputs."""
     import cupy as cp
     import numpy as np
 
