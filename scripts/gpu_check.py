@@ -31,6 +31,7 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -86,7 +87,14 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
 
 
 def probe_rates(log: Tee) -> dict[str, float]:
-    """Fr and Fp multiplication rates: chains of dependent products, CUDA-event timed."""
+    """Fr and Fp multiplication rates: chains of dependent products, CUDA-event timed.
+
+    Beside Mont<Fp>::operator* (fp_mul_chain) it times ff/dmul.cuh's FP64-pipe products in the
+    same chain shape (fp_dmul_chain: Karatsuba, fp_dmul_school_chain, fp_dmul_hybrid_chain: FP64
+    product and IMAD reduction), operator* and dmul48::mul interleaved (fp_mix_chain, one chain
+    of each a thread, two products an iteration), and Mont::sqr against dmul48::sqr and
+    sqr_hybrid (fp_sqr_chain, fp_dsqr_chain, fp_dsqr_hybrid_chain); each output is checked against
+    its reference's for the same inputs."""
     import cupy as cp
     import numpy as np
 
@@ -96,18 +104,42 @@ def probe_rates(log: Tee) -> dict[str, float]:
 
     out: dict[str, float] = {}
     threads, iters = 132 * 8 * 256, 2000
-    src = random_fr_device(1024 * 3)  # enough words for Fp too (values < p since top limb small)
+    src = random_fr_device(1024 * 3)  # values below r: Fr elements
+    # Fp elements below p: random_fr_device's words read 12 at a time, the top word cut to 28 bits
+    # (below 2^380 < p), so that each product's bounds hold and the two products can be compared
+    src_fp = src.copy()
+    src_fp.view(cp.uint32).reshape(-1, 12)[:, 11] &= np.uint32(0x0FFFFFFF)
     dst = cp.empty((threads, 6), dtype=cp.uint64)
     # the module as built, and the portable C++ arithmetic (SEALTOP_PTX_FF=0) for comparison
     portable = cp.RawModule(code=assemble(MODULES["field"]), options=(*OPTIONS, "-DSEALTOP_PTX_FF=0"))
+
+    def timed(fn: Any, name: str, per_thread: int) -> tuple[float, float]:
+        """(products a second, median ms) of one chain kernel over ``threads`` threads."""
+        args = (src_fp if name.startswith("fp") else src, dst, np.int32(iters))
+        runs = time_device(lambda: fn((threads // 256,), (256,), args), 3)
+        ms = sorted(runs)[len(runs) // 2]
+        return threads * per_thread / (ms / 1e3), ms
+
     for variant, get in (("", lambda n: kernel("field", n)), ("portable_", portable.get_function)):
         for name in ("fr_mul_chain", "fp_mul_chain"):
-            fn = get(name)
-            runs = time_device(lambda: fn((threads // 256,), (256,), (src, dst, np.int32(iters))), 3)
-            ms = sorted(runs)[len(runs) // 2]
-            rate = threads * iters / (ms / 1e3)
+            rate, ms = timed(get(name), name, iters)
             out[variant + name] = rate
             log(f"probe {variant}{name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms)")
+    # ff/dmul.cuh's products beside their IMAD references, each output checked against the reference's
+    for ref, names in (("fp_mul_chain", ("fp_dmul_chain", "fp_dmul_school_chain", "fp_dmul_hybrid_chain", "fp_mix_chain")),
+                       ("fp_sqr_chain", ("fp_dsqr_chain", "fp_dsqr_hybrid_chain"))):
+        rate, ms = timed(kernel("field", ref), ref, iters)
+        want = dst.copy()
+        if ref not in out:
+            out[ref] = rate
+            log(f"probe {ref}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms)")
+        for name in names:
+            dst.fill(0)
+            rate, ms = timed(kernel("field", name), name, 2 * iters if name == "fp_mix_chain" else iters)
+            out[name] = rate
+            equal = bool(cp.array_equal(dst, want))
+            out[name + "_equal"] = float(equal)
+            log(f"probe {name}: {rate / 1e9:.1f} G mul/s ({ms:.2f} ms, x{rate / out[ref]:.2f} {ref}); results equal: {equal}")
     return out
 
 

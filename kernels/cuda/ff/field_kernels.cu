@@ -2,6 +2,7 @@
 // Backend interface, plus Fp and Fp2 operations used to check the arithmetic on the device.
 // op codes: 0 add, 1 sub, 2 mul, 3 sqr, 4 inverse (0 -> 0), 5 neg, 6 from Montgomery, 7 to Montgomery.
 #include "bls12_381.cuh"
+#include "dmul.cuh"
 
 template <class F>
 __device__ __forceinline__ void field_binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
@@ -48,5 +49,96 @@ __global__ void fp_mul_chain(const uint32_t* a, uint32_t* out, int iters) {
     Fp x = Fp::load(a + (i & 1023) * 12), y = x;
     for (int k = 0; k < iters; k++) x = x * y;
     x.store(out + i * 12);
+}
+// y's words made opaque (an empty asm that "changes" them; no instruction), so that the compiler
+// cannot hoist the conversion of the loop-invariant operand y out of a dmul48 chain: each product
+// then pays for both operands' conversions, as a product of two fresh values does (operator*
+// has nothing of the kind to hoist).
+#ifndef SEALTOP_DMUL_BLOCKS
+#define SEALTOP_DMUL_BLOCKS 2  // __launch_bounds__(256, this) on the dmul48 chains: registers <= 65536 / (256 this)
+#endif
+#define DMUL_BOUNDS __launch_bounds__(256, SEALTOP_DMUL_BLOCKS)
+__device__ __forceinline__ void opaque(Fp& y) {
+    UNROLL for (int j = 0; j < 12; j++) asm volatile("" : "+r"(y.v[j]));
+}
+// The same chain through dmul.cuh's FP64-pipe product (dmul48::mul, Karatsuba; the schoolbook
+// one in fp_dmul_school_chain): one chain a thread, as fp_mul_chain, so the rates compare like
+// for like; their outputs must equal fp_mul_chain's.
+__global__ void DMUL_BOUNDS fp_dmul_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
+    for (int k = 0; k < iters; k++) {
+        opaque(y);
+        x = dmul48::mul(x, y);
+    }
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dmul_school_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
+    for (int k = 0; k < iters; k++) {
+        opaque(y);
+        x = dmul48::mul_school(x, y);
+    }
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dmul_hybrid_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
+    for (int k = 0; k < iters; k++) {
+        opaque(y);
+        x = dmul48::mul_hybrid(x, y);
+    }
+    x.store(out + i * 12);
+}
+// Squaring chains: Mont<Fp>::sqr, dmul48::sqr and dmul48::sqr_hybrid (outputs equal).
+__global__ void fp_sqr_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12);
+    for (int k = 0; k < iters; k++) x = x.sqr();
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dsqr_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12);
+    for (int k = 0; k < iters; k++) x = dmul48::sqr(x);
+    x.store(out + i * 12);
+}
+__global__ void DMUL_BOUNDS fp_dsqr_hybrid_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12);
+    for (int k = 0; k < iters; k++) x = dmul48::sqr_hybrid(x);
+    x.store(out + i * 12);
+}
+// Both products at once: two independent chains a thread, one on the IMAD pipe (operator*) and
+// one on the FP64 pipe (dmul48::mul), counted as 2 * iters products a thread. Whether the two
+// pipes overlap shows as a rate above both single-product chains. The chains end equal; a
+// mismatch poisons word 0, so the output still has to equal fp_mul_chain's.
+__global__ void DMUL_BOUNDS fp_mix_chain(const uint32_t* a, uint32_t* out, int iters) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Fp x = Fp::load(a + (i & 1023) * 12), y = x, z = x;
+    for (int k = 0; k < iters; k++) {
+        opaque(y);
+        x = x * y;
+        z = dmul48::mul(z, y);
+    }
+    if (!x.eq(z)) z.v[0] ^= 0xdeadbeefu;
+    z.store(out + i * 12);
+}
+// dmul48's products elementwise (tests/test_cuda_dmul.py): op 0 mul (Karatsuba), 1 mul_school,
+// 2 mul_hybrid, 3 sqr of a, 4 sqr_hybrid of a.
+__global__ void fp_dmul(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, uint64_t n) {
+    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Fp x = Fp::load(a + i * 12), y = Fp::load(b + i * 12);
+    Fp r;
+    switch (op) {
+        case 0: r = dmul48::mul(x, y); break;
+        case 1: r = dmul48::mul_school(x, y); break;
+        case 2: r = dmul48::mul_hybrid(x, y); break;
+        case 3: r = dmul48::sqr(x); break;
+        default: r = dmul48::sqr_hybrid(x); break;
+    }
+    r.store(out + i * 12);
 }
 }
