@@ -25,7 +25,7 @@
 #                  e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)")
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
-#   variant_tests  tests/test_cuda_msm_batch.py under each build variant in $VARIANTS
+#   variant_tests  $VARIANT_TESTS (default tests/test_cuda_msm_batch.py) under each build variant in $VARIANTS
 #   rounds_tests   the "rounds" accumulation's GPU tests (tests/test_cuda_msm_rounds.py) and its
 #                  host-built ones (time it with KERNELS_BENCH="msm_g1_acc=xyzz,rounds,rounds3:24,27")
 #   ncu_msm        Nsight Compute (clocks left alone) on the two G1 accumulation kernels at 2^24:
@@ -137,7 +137,7 @@ for s in "$@"; do
       done ;;
     variant_tests) for v in ${VARIANTS:-}; do
         SEALTOP_CUDA_DEFINES="$v" step "vtests_${v//[^A-Za-z0-9]/_}" 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
-          tests/test_cuda_msm_batch.py
+          ${VARIANT_TESTS:-tests/test_cuda_msm_batch.py}
       done ;;
     ncu_msm) ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
       secs=""; for sec in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats MemoryWorkloadAnalysis ComputeWorkloadAnalysis}; do secs="$secs --section $sec"; done

@@ -18,10 +18,19 @@ from kernels.cpu.convert import from_mont_fp, from_mont_fr, to_mont_fp, to_mont_
 pytestmark = needs_cxx
 
 
-@pytest.fixture(scope="module", params=BUILDS)
+# Besides BUILDS, the PTX build with every Fp product and squaring on dmul.cuh's FP64 paths (the
+# SEALTOP_FP_DMUL build variants: 1 the hybrid, 2 the pure FP64 Karatsuba).
+DMUL_BUILDS = ["dmul_hybrid", "dmul_fp64"]
+
+
+@pytest.fixture(scope="module", params=BUILDS + DMUL_BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     """The headers built twice: the portable C++ arithmetic, and the PTX instruction sequences the
-    GPU runs, over ptx.cuh's host model of the carry flag (SEALTOP_PTX_FF=1)."""
+    GPU runs, over ptx.cuh's host model of the carry flag (SEALTOP_PTX_FF=1); and the PTX build
+    again with Fp's products on the FP64 pipe (SEALTOP_FP_DMUL)."""
+    if request.param in DMUL_BUILDS:
+        dmul = 1 + DMUL_BUILDS.index(request.param)
+        return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag("ptx_model"), f"-DSEALTOP_FP_DMUL={dmul}")
     return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag(request.param))
 
 

@@ -85,3 +85,7 @@ struct Fp2 {
         return r;
     }
 };
+
+#if SEALTOP_FP_DMUL
+#include "dmul.cuh"
+#endif

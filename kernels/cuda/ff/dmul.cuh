@@ -308,3 +308,21 @@ HD Fp mul(const Fp& a, const Fp& b) {
 }
 
 }  // namespace dmul48
+
+#if SEALTOP_FP_DMUL
+// The hooks of mont.cuh's SEALTOP_FP_DMUL build: Fp's operator* and sqr() come here.
+template <class M> HD M fp_dmul(const M& a, const M& b) {
+#if SEALTOP_FP_DMUL == 2
+    return dmul48::mul_karatsuba(a, b);
+#else
+    return dmul48::mul_hybrid(a, b);
+#endif
+}
+template <class M> HD M fp_dsqr(const M& a) {
+#if SEALTOP_FP_DMUL == 2
+    return dmul48::sqr(a);
+#else
+    return dmul48::sqr_hybrid(a);
+#endif
+}
+#endif

@@ -13,6 +13,17 @@
 #define SEALTOP_FF_SQR 1  // Mont::sqr() as a dedicated squaring (0: as a * a)
 #endif
 
+// SEALTOP_FP_DMUL (a build define, for measuring variants): 1 makes every Fp product and squaring
+// dmul.cuh's hybrid (limb products on the FP64 pipe, the reduction on the IMAD pipe), 2 its pure
+// FP64 Karatsuba product and squaring; bit for bit the same values (tests/test_cuda_host_dmul.py).
+#ifndef SEALTOP_FP_DMUL
+#define SEALTOP_FP_DMUL 0
+#endif
+#if SEALTOP_FP_DMUL
+template <class M> HD M fp_dmul(const M& a, const M& b);  // defined in dmul.cuh
+template <class M> HD M fp_dsqr(const M& a);
+#endif
+
 template <class P>
 struct Mont {
     static const int N = P::N;
@@ -191,6 +202,9 @@ struct Mont {
 
     // CIOS Montgomery multiplication: a * b * R^-1 mod p.
     HD friend Mont operator*(const Mont& a, const Mont& b) {
+#if SEALTOP_FP_DMUL
+        if constexpr (P::N == 12) return fp_dmul(a, b);
+#endif
 #if SEALTOP_PTX_FF
         // CIOS, with the running sum T held as two N-word halves: e (words 0..N-1) and o (words
         // 1..N), T = e + 2^32 o. A row's products a[j]*b[i] of even j tile e without overlap and
@@ -261,6 +275,9 @@ struct Mont {
     // SEALTOP_FF_SQR=0 (a build define) makes it the plain product again, to measure one
     // against the other on the device.
     HD Mont sqr() const {
+#if SEALTOP_FP_DMUL
+        if constexpr (P::N == 12) return fp_dsqr(*this);
+#endif
 #if SEALTOP_FF_SQR
         uint32_t t[2 * P::N];
         square_wide(t, *this);
