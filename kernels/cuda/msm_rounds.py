@@ -80,6 +80,14 @@ def mode(how: str) -> dict[str, Any] | None:
     return kw
 
 
+def check_sizes(nitems: int, entries: int) -> None:
+    """ValueError unless the kernels' 32-bit arguments hold these sizes: entry positions
+    (start[j] + r) are uint32 (2.78 G entries in the runs' layout at 2^27 GLV), slots and items
+    uint32 (12.6 M there); the 64-bit offsets (points, partial rows, slot state) need nothing."""
+    if entries > 1 << 32 or nitems >= 1 << 31:
+        raise ValueError(f"rounds: {nitems} items over {entries} entries exceed the kernels' 32-bit positions")
+
+
 @dataclass
 class RoundsRun:
     """What one accumulation did: rounds (the longest item), threads (all groups), launches."""
@@ -101,14 +109,16 @@ class _Group:
     """One group's slots, state, streams and events."""
 
     def __init__(self, group: str, order: Any, item_start: Any, q: int, ngroups: int, live: np.ndarray,
-                 slots: int, ready: Any) -> None:
+                 slots: int) -> None:
+        """Gathers the slots' items and first entries on the current (caller's) stream: follow()
+        must order this group's streams after them."""
         cp = _cp()
         w = WORDS[group]
         self.q, self.ngroups, self.glive = q, ngroups, live
-        item = cp.ascontiguousarray(order[q::ngroups]).astype(cp.uint32)
+        item = cp.ascontiguousarray(order[q::ngroups], dtype=cp.uint32)
         self.n = int(item.shape[0])
         self.item = item
-        self.start = cp.ascontiguousarray(item_start[item]).astype(cp.uint32)
+        self.start = cp.take(item_start, item).astype(cp.uint32, copy=False)
         self.nt = max(1, -(-self.n // slots))
         self.acc = cp.empty(max(1, 2 * w * self.n), dtype=cp.uint32)
         self.pref = cp.empty(max(1, w * self.n), dtype=cp.uint32)
@@ -118,10 +128,13 @@ class _Group:
         self.inverse = BatchInverse(FIELD[group], self.nt)
         self.passes = _cp().cuda.Stream(non_blocking=True)
         self.inversions = _stream(INV_PRIORITY)
-        self.passes.wait_event(ready)
         self.ev_pass = cp.cuda.Event(disable_timing=True)
         self.ev_inv = cp.cuda.Event(disable_timing=True)
         self.inv_pending = False
+
+    def follow(self, ready: Any) -> None:
+        """This group's passes (and so its inversions, which wait on them) start after ready."""
+        self.passes.wait_event(ready)
 
     def live(self, r: int) -> int:
         """This group's slots with more than r entries (positions q, q + G, ... of the order)."""
@@ -162,6 +175,7 @@ def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end:
     run = RoundsRun()
     if nitems == 0:
         return run
+    check_sizes(nitems, int(sorted_.size))
     lens = (item_end[:nitems] - item_start[:nitems]).astype(cp.int32)
     hist = to_host(cp.bincount(lens)).astype(np.int64)  # the one read-back
     rounds = len(hist) - 1
@@ -169,10 +183,16 @@ def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end:
     order = cp.argsort(-lens)  # longest first
     del lens
     main = cp.cuda.get_current_stream()
+    gs = [_Group(group, order, item_start, q, ngroups, live, slots) for q in range(ngroups)]
+    del order
+    # ready follows everything queued on the caller's stream, the groups' gathers of their items
+    # and first entries included: recorded before them, the passes raced those gathers and read
+    # start and item from unwritten pool memory (the 2^27 fault: wild sorted and point reads, and
+    # partial rows written far out of bounds)
     ready = cp.cuda.Event(disable_timing=True)
     ready.record(main)
-    gs = [_Group(group, order, item_start, q, ngroups, live, slots, ready) for q in range(ngroups)]
-    del order
+    for g in gs:
+        g.follow(ready)
     common = (points, sorted_, partials)
     block = BLOCK[group]
     name = f"{group}_rounds_"
