@@ -255,8 +255,9 @@ def test_modes() -> None:
 
     assert msm_rounds.mode("rounds") == {"fused": True}
     assert msm_rounds.mode("rounds3-g3-s32") == {"fused": False, "groups": 3, "slots": 32}
+    assert msm_rounds.mode("rounds-l64-g4") == {"fused": True, "length": 64, "groups": 4}
     assert msm_rounds.mode("xyzz") is None
-    for bad in ("rounds4", "rounds-g0", "rounds-x2", "rounds-g", "roundsg2"):
+    for bad in ("rounds4", "rounds-g0", "rounds-x2", "rounds-g", "roundsg2", "rounds-l0", "rounds-l"):
         with pytest.raises(ValueError):
             msm_rounds.mode(bad)
     assert msm.accumulation(10, "rounds-s8") == "rounds-s8"

@@ -91,14 +91,14 @@ def test_crowded_bucket_and_groups(groups: int, slots: int, monkeypatch: pytest.
     assert not np.array_equal(cp.asnumpy(msm.msm("g1", P, cp.asarray(T.fr_words(sc)), window=9, accumulate="rounds"))[0], want)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + ["rounds-l24", "rounds3-l9-g3"])
 def test_glv_table(mode: str) -> None:
     """The GLV-split MSM (points and their endomorphism images) with the rounds accumulation, and
     the sort into fixed runs: the same point as arkworks and the XYZZ path."""
     import cupy as cp
 
     from kernels.constants import GLV_LAMBDA
-    from kernels.cuda import msm
+    from kernels.cuda import msm, msm_rounds
 
     rng = random.Random()
     n = 3000
@@ -113,6 +113,8 @@ def test_glv_table(mode: str) -> None:
         st = msm.MsmStats()
         got = cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, accumulate=mode, sort_runs=runs, stats=st))[0]
         assert "glv_split" in st.extra and st.accumulate == mode
+        # a mode's -lN sets the work items' length; else 2n split scalars over 2^(c-1) buckets
+        assert st.item_len == {"rounds-l24": 24, "rounds3-l9-g3": 9}.get(mode, msm_rounds.item_length(2 * n, 1 << (st.window - 1)))
         assert np.array_equal(got, want)
     assert np.array_equal(cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, accumulate="xyzz"))[0], want)
 

@@ -62,21 +62,23 @@ def item_length(m: int, half: int) -> int:
     return max(8, math.ceil(mean + 2 * math.sqrt(mean)))
 
 
-_MODE = re.compile(r"^rounds(3?)((?:-[gs][1-9][0-9]*)*)$")
+_MODE = re.compile(r"^rounds(3?)((?:-[gsl][1-9][0-9]*)*)$")
+_KEYS = {"g": "groups", "s": "slots", "l": "length"}
 
 
 def mode(how: str) -> dict[str, Any] | None:
     """accumulate()'s keywords for an accumulation name: "rounds" (the fused pass), "rounds3" (step
-    and finish kernels), either with "-gN" (groups) and "-sN" (slots a thread) appended; None for a
-    name that is not of this family, ValueError for a malformed one."""
+    and finish kernels), either with "-gN" (groups), "-sN" (slots a thread) and "-lN" (entries a
+    work item: msm.py takes "length" out, as its item_len) appended; None for a name that is not
+    of this family, ValueError for a malformed one."""
     if not how.startswith("rounds"):
         return None
     m = _MODE.match(how)
     if m is None:
-        raise ValueError(f"unknown accumulation {how!r} (rounds or rounds3, then -gN, -sN)")
+        raise ValueError(f"unknown accumulation {how!r} (rounds or rounds3, then -gN, -sN, -lN)")
     kw: dict[str, Any] = {"fused": m.group(1) == ""}
     for part in m.group(2).split("-")[1:]:
-        kw["groups" if part[0] == "g" else "slots"] = int(part[1:])
+        kw[_KEYS[part[0]]] = int(part[1:])
     return kw
 
 
