@@ -19,6 +19,14 @@ whole grid:
     ~27 G multiplications a second) covers the other's inversion, and the higher priority lets
     the inversion's few blocks start as soon as a block of the running pass retires rather than
     after the whole pass.
+What sets the time where the slots are few: each group runs its rounds one after another, each
+round its pass and then its inversion (about 540 dependent multiplications on the top level's
+threads), so an accumulation takes at least rounds x (pass + inversion latency) however many
+groups share the card. On the H200 (2026-12-04, 2^24, 558 rounds) that was ~0.63 ms a round,
+the same with 2 or 3 groups (353.8 and 353.3 ms: 3 groups make 1.5 times the host calls) and
+0.15 ms more with 32 slots a thread (435.5 ms: the same host calls), so the host's launches
+(~20 CuPy calls a round, issued ahead of the card) were not what it waited on. Shorter work
+items (fewer rounds over more slots: "-lN", see mode()) are the lever there.
 State (per slot, about 157 bytes for G1: 12.6 M slots at 2^27 take ~2 GB): the accumulator, the
 prefix product, the pending entry, a state byte, the slot's first entry and its item.
 """
