@@ -86,6 +86,7 @@ struct Fp2 {
     }
 };
 
-#if SEALTOP_FP_DMUL
+// Always included (kernels/cuda/source.py inlines each header once, where it first appears, so a
+// conditional include here would hide it from the modules that include it themselves): the
+// FP64-pipe products, and the SEALTOP_FP_DMUL build's hooks.
 #include "dmul.cuh"
-#endif
