@@ -4,7 +4,8 @@ kernels/cuda/batch_inverse.py on the host (tests/test_cuda_host_rounds.py).
 Arrays are numpy arrays; a kernel launch calls the host build of its kernel
 (kernels/cuda/msm/host_rounds.cpp: ``host_<name>(threads, order, args...)``, the threads in a
 random one of three orders). Streams are queues: a launch, an event record or an event wait is
-queued on its stream, and ``drain`` runs the queues in a random interleaving that keeps each
+queued on its stream (so are argsort, ascontiguousarray and take, whose outputs hold zeros until
+their stream runs them), and ``drain`` runs the queues in a random interleaving that keeps each
 stream's order and every wait behind the record it waits for, so a missing wait shows up as
 wrong results (or a deadlock for a wait on a record never made)."""
 
@@ -85,6 +86,24 @@ class FakeEvent:
         (stream or self.sched.current()).q.append(("record", self.token))
 
 
+def _queued(sched: Sched, fn: Callable[..., Any], shape: Callable[..., tuple[Any, Any]]) -> Callable[..., np.ndarray]:
+    """fn as a kernel queued on the current stream: the output is allocated at once (zeros, as
+    unwritten pool memory might hold) and filled when the stream runs the kernel, from the inputs
+    as they are then; a stream that reads it without waiting for that reads the zeros."""
+
+    def call(*args: Any, **kw: Any) -> np.ndarray:
+        shp, dtype = shape(*args, **kw)
+        out = np.zeros(shp, dtype)
+
+        def run() -> None:
+            out[...] = fn(*args, **kw)
+
+        sched.current().q.append(("run", run))
+        return out
+
+    return call
+
+
 def fake_cupy(sched: Sched) -> Any:
     """A module-like object with the parts of CuPy that the rounds driver uses."""
 
@@ -103,8 +122,12 @@ def fake_cupy(sched: Sched) -> Any:
 
     class cp:
         uint8, uint32, uint64, int32 = np.uint8, np.uint32, np.uint64, np.int32
-        empty, zeros, ascontiguousarray, bincount, argsort = (
-            staticmethod(f) for f in (np.empty, np.zeros, np.ascontiguousarray, np.bincount, np.argsort))
+        empty, zeros, bincount = (staticmethod(f) for f in (np.empty, np.zeros, np.bincount))
+        # kernels on the current stream: their outputs read zeros until the stream gets to them
+        argsort = staticmethod(_queued(sched, np.argsort, lambda a: (a.shape, np.intp)))
+        ascontiguousarray = staticmethod(_queued(sched, np.ascontiguousarray,
+                                                 lambda a, dtype=None: (a.shape, dtype or a.dtype)))
+        take = staticmethod(_queued(sched, np.take, lambda a, idx: (np.shape(idx), a.dtype)))
 
     cp.cuda = cuda  # type: ignore[attr-defined]
     return cp

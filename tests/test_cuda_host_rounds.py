@@ -97,14 +97,16 @@ def make_items(rng: random.Random, npts: int, nitems: int) -> tuple[list[list[in
     return items, planted
 
 
-def layout(rng: random.Random, items: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """sorted entries with the items' runs in a shuffled order and gaps between; start, end."""
+def layout(rng: random.Random, items: list[list[int]], junk: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sorted entries with the items' runs in a shuffled order and gaps between (junk: random
+    words in them, else none); start, end."""
     order = list(range(len(items)))
     rng.shuffle(order)
     sorted_: list[int] = []
     start = [0] * len(items)
     for i in order:
-        sorted_.extend(rng.randrange(1 << 32) for _ in range(rng.randrange(3)))  # junk between runs
+        if junk:
+            sorted_.extend(rng.randrange(1 << 32) for _ in range(rng.randrange(3)))  # junk between runs
         start[i] = len(sorted_)
         sorted_.extend(items[i])
     end = [s + len(it) for s, it in zip(start, items)]
@@ -142,10 +144,10 @@ def row_to_point(row: np.ndarray) -> Pt | str:
 
 
 def run_g1(monkeypatch: pytest.MonkeyPatch, lib: ctypes.CDLL, rng: random.Random, fused: bool, groups: int, slots: int,
-           small_levels: bool, nitems: int = 60) -> tuple[list[Pt | str], list[Pt], msm_rounds.RoundsRun, Sched]:
+           small_levels: bool, nitems: int = 60, junk: bool = True) -> tuple[list[Pt | str], list[Pt], msm_rounds.RoundsRun, Sched]:
     pts, rows = g1_points(rng, 12)
     items, _ = make_items(rng, len(pts), nitems)
-    sorted_, start, end = layout(rng, items)
+    sorted_, start, end = layout(rng, items, junk)
     partials = np.full((len(items), 48), 0xA5A5A5A5, np.uint32)  # unwritten rows show
     sched = fake_device(monkeypatch, lib, rng, small_levels)
     run = msm_rounds.accumulate("g1", rows, sorted_, start, end, len(items), partials, fused=fused, groups=groups, slots=slots)
@@ -192,6 +194,24 @@ def _invert_without_wait(self: Any, m: int) -> int:
         return self.inverse(self.prod, m)  # and the pass stream is never told to wait
 
 
+def test_passes_wait_for_the_gathers(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Negative case: group streams that wait on an event recorded before the caller's stream
+    gathers their slots' items and first entries (the 2^27 fault) read the zeros of unwritten
+    memory for some of them. The runs have no junk between them, so the zeros stay in bounds."""
+    init = msm_rounds._Group.__init__
+
+    def early(self: Any, *args: Any) -> None:
+        self.early = msm_rounds._cp().cuda.Event()
+        self.early.record()
+        init(self, *args)
+
+    monkeypatch.setattr(msm_rounds._Group, "__init__", early)
+    monkeypatch.setattr(msm_rounds._Group, "follow", lambda self, ready: self.passes.wait_event(self.early))
+    rng = random.Random()
+    wrong = sum(got != want for got, want, _, _ in (run_g1(monkeypatch, lib, rng, True, 3, 2, False, junk=False) for _ in range(6)))
+    assert wrong > 0
+
+
 def test_batch_inverse_matches_pow(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random()
     for small, m in ((True, 1), (True, 7), (True, 50), (False, 300), (False, 1)):
@@ -235,14 +255,38 @@ def test_modes() -> None:
 
     assert msm_rounds.mode("rounds") == {"fused": True}
     assert msm_rounds.mode("rounds3-g3-s32") == {"fused": False, "groups": 3, "slots": 32}
+    assert msm_rounds.mode("rounds-l64-g4") == {"fused": True, "length": 64, "groups": 4}
     assert msm_rounds.mode("xyzz") is None
-    for bad in ("rounds4", "rounds-g0", "rounds-x2", "rounds-g", "roundsg2"):
+    for bad in ("rounds4", "rounds-g0", "rounds-x2", "rounds-g", "roundsg2", "rounds-l0", "rounds-l"):
         with pytest.raises(ValueError):
             msm_rounds.mode(bad)
     assert msm.accumulation(10, "rounds-s8") == "rounds-s8"
     assert msm.accumulation(1 << 30, "auto") == "batch" and not msm.use_batch("g1", 10, "rounds")
     with pytest.raises(ValueError):
         msm.accumulation(10, "affine")
+
+
+def test_sizes_at_2_27() -> None:
+    """The 2^27 GLV MSM's sizes (2^28 entries over 2^28 table rows, c = 22, 6 windows): the runs'
+    layout passes 2^31 entries (positions are uint32 throughout), the slots a group and its
+    threads give one up level of the batch inversion; sizes past 32 bits are refused."""
+    from kernels.cuda import msm
+
+    m, c = 1 << 28, msm.GLV_WINDOW
+    nwin = -(-msm.GLV_BITS // c)
+    runs = msm.bucket_runs(m, c, nwin, msm.GLV_BOUND)
+    assert runs is not None
+    total = runs[3]
+    assert 1 << 31 < total < 1 << 32
+    L = msm_rounds.item_length(m, 1 << (c - 1))
+    items = sum(int(nb) * -(-int(cap) // L) for nb, cap in zip(runs[2], runs[1]))  # at most: every run full
+    assert items < 1 << 31
+    nt = -(-(items // 2) // 16)  # 2 groups, 16 slots a thread
+    assert len(batch_inverse.levels(nt)) == 2 and batch_inverse.levels(nt)[0][0] == nt
+    msm_rounds.check_sizes(items, total)
+    for bad in ((items, (1 << 32) + 1), (1 << 31, total)):
+        with pytest.raises(ValueError):
+            msm_rounds.check_sizes(*bad)
 
 
 def test_item_length() -> None:

@@ -91,14 +91,14 @@ def test_crowded_bucket_and_groups(groups: int, slots: int, monkeypatch: pytest.
     assert not np.array_equal(cp.asnumpy(msm.msm("g1", P, cp.asarray(T.fr_words(sc)), window=9, accumulate="rounds"))[0], want)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES + ["rounds-l24", "rounds3-l9-g3"])
 def test_glv_table(mode: str) -> None:
     """The GLV-split MSM (points and their endomorphism images) with the rounds accumulation, and
     the sort into fixed runs: the same point as arkworks and the XYZZ path."""
     import cupy as cp
 
     from kernels.constants import GLV_LAMBDA
-    from kernels.cuda import msm
+    from kernels.cuda import msm, msm_rounds
 
     rng = random.Random()
     n = 3000
@@ -113,6 +113,8 @@ def test_glv_table(mode: str) -> None:
         st = msm.MsmStats()
         got = cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, accumulate=mode, sort_runs=runs, stats=st))[0]
         assert "glv_split" in st.extra and st.accumulate == mode
+        # a mode's -lN sets the work items' length; else 2n split scalars over 2^(c-1) buckets
+        assert st.item_len == {"rounds-l24": 24, "rounds3-l9-g3": 9}.get(mode, msm_rounds.item_length(2 * n, 1 << (st.window - 1)))
         assert np.array_equal(got, want)
     assert np.array_equal(cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, accumulate="xyzz"))[0], want)
 
@@ -185,3 +187,31 @@ def test_batch_inverse_on_device() -> None:
     BatchInverse("fp", m)(arr, m)
     got = from_mont_fp(cp.asnumpy(arr).view(np.uint64).reshape(m, 6))
     assert got == [pow(v, -1, P_MOD) if v else 0 for v in vals]
+
+
+def test_groups_wait_for_the_gathers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group streams start after the caller's stream has gathered their slots' items and
+    first entries: with that stream held ~20 ms before each group's gathers (a spin kernel, as a
+    2^27 argsort holds it), the rounds path still gives the XYZZ path's point. A pass started
+    before the gathers reads unwritten start and item arrays (the 2^27 fault)."""
+    import cupy as cp
+
+    from kernels.cuda import msm, msm_rounds
+    from kernels.cuda.bench import distinct_points_device, random_fr_device
+
+    spin = cp.RawKernel(r'''extern "C" __global__ void spin(long long cycles) {
+        const long long t0 = clock64();
+        while (clock64() - t0 < cycles) {}
+    }''', "spin")
+    init = msm_rounds._Group.__init__
+
+    def held(self: Any, *args: Any) -> None:
+        spin((1,), (1,), (np.int64(40_000_000),))  # ~20 ms at ~2 GHz, on the caller's stream
+        init(self, *args)
+
+    n = 1 << 16
+    pts, sc = distinct_points_device("g1", n), random_fr_device(n)
+    want = cp.asnumpy(msm.msm("g1", pts, sc, accumulate="xyzz"))
+    monkeypatch.setattr(msm_rounds._Group, "__init__", held)
+    for mode in ("rounds", "rounds3-g3"):
+        assert np.array_equal(cp.asnumpy(msm.msm("g1", pts, sc, accumulate=mode)), want), mode

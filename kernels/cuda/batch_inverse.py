@@ -57,6 +57,8 @@ class BatchInverse:
         # size only shrinks with m, so these fit every m <= capacity
         self.vals: list[Any] = [None] + [cp.empty(m * self.words, dtype=cp.uint32) for m, _ in lv[1:]]
         self.pre = [cp.empty(m * self.words, dtype=cp.uint32) for m, _ in lv]
+        # looked up once: a call a round and group, and each lookup is a driver call
+        self.up, self.top, self.down = (kernel(self.module, f"{field}_binv_{k}") for k in ("up", "top", "down"))
 
     def __call__(self, vals: Any, m: int) -> int:
         """Invert vals[:m] in place; returns the number of kernel launches."""
@@ -66,16 +68,12 @@ class BatchInverse:
             return 0
         lv = levels(m)
         arrays = [vals] + self.vals[1:]
-        name = self.field
-        up = kernel(self.module, f"{name}_binv_up")
-        down = kernel(self.module, f"{name}_binv_down")
         for i, (mi, ti) in enumerate(lv[:-1]):
-            up(grid(ti, BLOCK), (BLOCK,), (arrays[i], self.pre[i], np.uint32(mi), np.uint32(ti), arrays[i + 1]))
+            self.up(grid(ti, BLOCK), (BLOCK,), (arrays[i], self.pre[i], np.uint32(mi), np.uint32(ti), arrays[i + 1]))
         top = len(lv) - 1
         mt, tt = lv[top]
-        kernel(self.module, f"{name}_binv_top")(grid(tt, TOP_BLOCK), (TOP_BLOCK,), (arrays[top], self.pre[top], np.uint32(mt),
-                                                                               np.uint32(tt)))
+        self.top(grid(tt, TOP_BLOCK), (TOP_BLOCK,), (arrays[top], self.pre[top], np.uint32(mt), np.uint32(tt)))
         for i in range(top - 1, -1, -1):
             mi, ti = lv[i]
-            down(grid(ti, BLOCK), (BLOCK,), (arrays[i], self.pre[i], np.uint32(mi), np.uint32(ti), arrays[i + 1]))
+            self.down(grid(ti, BLOCK), (BLOCK,), (arrays[i], self.pre[i], np.uint32(mi), np.uint32(ti), arrays[i + 1]))
         return 2 * top + 1

@@ -464,8 +464,10 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     del canon
     mark("sort")
 
-    L = item_len or (batch_item_length(m, half) if batch else msm_rounds.item_length(m, half) if how_acc.startswith("rounds")
-                     else item_length(m, nwin, half))
+    rounds_kw = msm_rounds.mode(how_acc) or {}
+    mode_len = rounds_kw.pop("length", 0)  # a rounds mode's "-lN": its work items' length
+    L = item_len or mode_len or (
+        batch_item_length(m, half) if batch else msm_rounds.item_length(m, half) if rounds_kw else item_length(m, nwin, half))
     nitems = (count + np.uint32(L - 1)) // np.uint32(L)
     item_off = cp.cumsum(nitems, dtype=cp.uint32) - nitems
     settle()
@@ -491,8 +493,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
             points, sorted_, item_start, item_end, np.uint32(total_items), np.uint32(slots), acc, pref, ent, state, partials))
         del acc, pref, ent, state
     elif how_acc.startswith("rounds"):
-        slots = msm_rounds.accumulate(group, points, sorted_, item_start, item_end, total_items, partials,
-                                      **(msm_rounds.mode(how_acc) or {})).rounds
+        slots = msm_rounds.accumulate(group, points, sorted_, item_start, item_end, total_items, partials, **rounds_kw).rounds
     else:
         # longest items first: the threads of a warp then add chains of nearly equal length (with
         # one item per bucket, the lengths vary as the buckets' counts do, about +-5% at 2^24)

@@ -19,6 +19,14 @@ whole grid:
     ~27 G multiplications a second) covers the other's inversion, and the higher priority lets
     the inversion's few blocks start as soon as a block of the running pass retires rather than
     after the whole pass.
+What sets the time where the slots are few: each group runs its rounds one after another, each
+round its pass and then its inversion (about 540 dependent multiplications on the top level's
+threads), so an accumulation takes at least rounds x (pass + inversion latency) however many
+groups share the card. On the H200 (2026-12-04, 2^24, 558 rounds) that was ~0.63 ms a round,
+the same with 2 or 3 groups (353.8 and 353.3 ms: 3 groups make 1.5 times the host calls) and
+0.15 ms more with 32 slots a thread (435.5 ms: the same host calls), so the host's launches
+(~20 CuPy calls a round, issued ahead of the card) were not what it waited on. Shorter work
+items (fewer rounds over more slots: "-lN", see mode()) are the lever there.
 State (per slot, about 157 bytes for G1: 12.6 M slots at 2^27 take ~2 GB): the accumulator, the
 prefix product, the pending entry, a state byte, the slot's first entry and its item.
 """
@@ -62,22 +70,32 @@ def item_length(m: int, half: int) -> int:
     return max(8, math.ceil(mean + 2 * math.sqrt(mean)))
 
 
-_MODE = re.compile(r"^rounds(3?)((?:-[gs][1-9][0-9]*)*)$")
+_MODE = re.compile(r"^rounds(3?)((?:-[gsl][1-9][0-9]*)*)$")
+_KEYS = {"g": "groups", "s": "slots", "l": "length"}
 
 
 def mode(how: str) -> dict[str, Any] | None:
     """accumulate()'s keywords for an accumulation name: "rounds" (the fused pass), "rounds3" (step
-    and finish kernels), either with "-gN" (groups) and "-sN" (slots a thread) appended; None for a
-    name that is not of this family, ValueError for a malformed one."""
+    and finish kernels), either with "-gN" (groups), "-sN" (slots a thread) and "-lN" (entries a
+    work item: msm.py takes "length" out, as its item_len) appended; None for a name that is not
+    of this family, ValueError for a malformed one."""
     if not how.startswith("rounds"):
         return None
     m = _MODE.match(how)
     if m is None:
-        raise ValueError(f"unknown accumulation {how!r} (rounds or rounds3, then -gN, -sN)")
+        raise ValueError(f"unknown accumulation {how!r} (rounds or rounds3, then -gN, -sN, -lN)")
     kw: dict[str, Any] = {"fused": m.group(1) == ""}
     for part in m.group(2).split("-")[1:]:
-        kw["groups" if part[0] == "g" else "slots"] = int(part[1:])
+        kw[_KEYS[part[0]]] = int(part[1:])
     return kw
+
+
+def check_sizes(nitems: int, entries: int) -> None:
+    """ValueError unless the kernels' 32-bit arguments hold these sizes: entry positions
+    (start[j] + r) are uint32 (2.78 G entries in the runs' layout at 2^27 GLV), slots and items
+    uint32 (12.6 M there); the 64-bit offsets (points, partial rows, slot state) need nothing."""
+    if entries > 1 << 32 or nitems >= 1 << 31:
+        raise ValueError(f"rounds: {nitems} items over {entries} entries exceed the kernels' 32-bit positions")
 
 
 @dataclass
@@ -101,14 +119,16 @@ class _Group:
     """One group's slots, state, streams and events."""
 
     def __init__(self, group: str, order: Any, item_start: Any, q: int, ngroups: int, live: np.ndarray,
-                 slots: int, ready: Any) -> None:
+                 slots: int) -> None:
+        """Gathers the slots' items and first entries on the current (caller's) stream: follow()
+        must order this group's streams after them."""
         cp = _cp()
         w = WORDS[group]
         self.q, self.ngroups, self.glive = q, ngroups, live
-        item = cp.ascontiguousarray(order[q::ngroups]).astype(cp.uint32)
+        item = cp.ascontiguousarray(order[q::ngroups], dtype=cp.uint32)
         self.n = int(item.shape[0])
         self.item = item
-        self.start = cp.ascontiguousarray(item_start[item]).astype(cp.uint32)
+        self.start = cp.take(item_start, item).astype(cp.uint32, copy=False)
         self.nt = max(1, -(-self.n // slots))
         self.acc = cp.empty(max(1, 2 * w * self.n), dtype=cp.uint32)
         self.pref = cp.empty(max(1, w * self.n), dtype=cp.uint32)
@@ -118,10 +138,13 @@ class _Group:
         self.inverse = BatchInverse(FIELD[group], self.nt)
         self.passes = _cp().cuda.Stream(non_blocking=True)
         self.inversions = _stream(INV_PRIORITY)
-        self.passes.wait_event(ready)
         self.ev_pass = cp.cuda.Event(disable_timing=True)
         self.ev_inv = cp.cuda.Event(disable_timing=True)
         self.inv_pending = False
+
+    def follow(self, ready: Any) -> None:
+        """This group's passes (and so its inversions, which wait on them) start after ready."""
+        self.passes.wait_event(ready)
 
     def live(self, r: int) -> int:
         """This group's slots with more than r entries (positions q, q + G, ... of the order)."""
@@ -162,6 +185,7 @@ def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end:
     run = RoundsRun()
     if nitems == 0:
         return run
+    check_sizes(nitems, int(sorted_.size))
     lens = (item_end[:nitems] - item_start[:nitems]).astype(cp.int32)
     hist = to_host(cp.bincount(lens)).astype(np.int64)  # the one read-back
     rounds = len(hist) - 1
@@ -169,10 +193,16 @@ def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end:
     order = cp.argsort(-lens)  # longest first
     del lens
     main = cp.cuda.get_current_stream()
+    gs = [_Group(group, order, item_start, q, ngroups, live, slots) for q in range(ngroups)]
+    del order
+    # ready follows everything queued on the caller's stream, the groups' gathers of their items
+    # and first entries included: recorded before them, the passes raced those gathers and read
+    # start and item from unwritten pool memory (the 2^27 fault: wild sorted and point reads, and
+    # partial rows written far out of bounds)
     ready = cp.cuda.Event(disable_timing=True)
     ready.record(main)
-    gs = [_Group(group, order, item_start, q, ngroups, live, slots, ready) for q in range(ngroups)]
-    del order
+    for g in gs:
+        g.follow(ready)
     common = (points, sorted_, partials)
     block = BLOCK[group]
     name = f"{group}_rounds_"

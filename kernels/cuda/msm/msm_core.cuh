@@ -147,10 +147,13 @@ __global__ void msm_items(const uint32_t* count, const uint32_t* bucket_off, con
                           uint32_t* item_start, uint32_t* item_end) {
     uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nb) return;
-    uint32_t start = bucket_off[b], end = start + count[b], it = item_off[b];
-    for (uint32_t pos = start; pos < end; pos += L, it++) {
-        item_start[it] = pos;
-        item_end[it] = min(pos + L, end);
+    // positions in 64 bits: the runs' layout reaches 2.78 G entries at 2^27 (GLV), and pos + L
+    // must not wrap for a run that ends within L of 2^32
+    const uint64_t start = bucket_off[b], end = start + count[b];
+    uint32_t it = item_off[b];
+    for (uint64_t pos = start; pos < end; pos += L, it++) {
+        item_start[it] = (uint32_t)pos;
+        item_end[it] = (uint32_t)min(pos + L, end);
     }
 }
 
