@@ -261,7 +261,8 @@ def test_modes() -> None:
         with pytest.raises(ValueError):
             msm_rounds.mode(bad)
     assert msm.accumulation(10, "rounds-s8") == "rounds-s8"
-    assert msm.accumulation(1 << 30, "auto") == "batch" and not msm.use_batch("g1", 10, "rounds")
+    assert msm.accumulation(msm.ROUNDS_MIN, "auto") == "rounds" and not msm.use_batch("g1", 10, "rounds")
+    assert msm.accumulation(msm.ROUNDS_MIN - 1, "auto") == "xyzz"
     with pytest.raises(ValueError):
         msm.accumulation(10, "affine")
 

@@ -70,10 +70,16 @@ SORT_BY_WINDOW_BUCKETS = 1 << 21
 # "batch" (batch-affine additions with one inversion per block step, about 6M each:
 # msm/batch_affine.cuh), "rounds" (batch-affine, one inversion per round shared by the whole grid:
 # kernels/cuda/msm_rounds.py; "rounds3" the same with the round's pass split in two kernels) or
-# "auto" (batch from 2^BATCH_MIN_LOG tail scalars on, the sizes where a block step holds enough
-# slots to pay for its inversion). SEALTOP_MSM_ACC sets it per process, for benchmarks; the msm()
-# argument `accumulate` per call.
+# "auto" (rounds from ROUNDS_MIN entries on, XYZZ below). SEALTOP_MSM_ACC sets it per process;
+# the msm() argument `accumulate` per call.
+# Measured on the H200 (2026-12-04, G1 over an endomorphism table, GLV split, window 22, 2^28
+# entries): accumulation XYZZ 648.9 ms, rounds 504.4 (item length 151), rounds with items of 256
+# 580.9; the whole MSM 793.0 against 663.6 ms. At 2^24 (window 16, 558 rounds of 549 K slots)
+# rounds took 353.8 ms against XYZZ's 108.2: each round is a chain of one pass and one inversion,
+# so few slots a round cannot pay for it. The batch kernel was slower at every size (sixth round).
+# The default stays XYZZ until a porep-32g pipeline run with "auto" has been measured.
 ACCUMULATE = os.environ.get("SEALTOP_MSM_ACC", "xyzz")
+ROUNDS_MIN = 1 << 27
 BATCH_MIN_LOG = 23
 # How the scalars are split by value and the ones summed: "sum" (msm_scalars converts and classes
 # every scalar, g*_sum_ones has each thread add the points of class 1 in its chunk of 256: a warp
@@ -244,7 +250,7 @@ def accumulation(m: int, accumulate: str | None = None) -> str:
     if how not in ("xyzz", "batch", "auto") and msm_rounds.mode(how) is None:
         raise ValueError(f"unknown accumulation {how!r}")
     if how == "auto":
-        return "batch" if m >= 1 << BATCH_MIN_LOG else "xyzz"
+        return "rounds" if m >= ROUNDS_MIN else "xyzz"
     return how
 
 
