@@ -29,6 +29,7 @@
 // Results are group elements, so the MSM's affine result is the same bits as the XYZZ path's.
 #pragma once
 #include "../ec/xyzz.cuh"
+#include "entry.cuh"
 
 #ifndef MSM_BATCH_THREADS
 #define MSM_BATCH_THREADS 256
@@ -46,20 +47,6 @@
 #define BATCH_DBL 2
 #define BATCH_KIND 3
 #define BATCH_FULL 4
-
-// One coordinate of point (v & 0x7fffffff), y negated for a negative digit; 16-byte loads (rows
-// are 16-byte aligned: 96 or 192 bytes).
-template <class F>
-__device__ __forceinline__ F load_coord(const uint32_t* points, uint32_t v, int which) {
-    uint32_t w[F::WORDS];
-    const uint4* q = reinterpret_cast<const uint4*>(points + (uint64_t)(v & 0x7fffffffu) * (2 * F::WORDS) + which * F::WORDS);
-    UNROLL for (int i = 0; i < F::WORDS / 4; i++) {
-        const uint4 t = __ldg(q + i);
-        w[4 * i] = t.x; w[4 * i + 1] = t.y; w[4 * i + 2] = t.z; w[4 * i + 3] = t.w;
-    }
-    const F r = F::load(w);
-    return (which == 1 && (v >> 31)) ? r.neg() : r;
-}
 
 template <class F>
 __device__ __forceinline__ F load_soa(const uint32_t* base, uint64_t stride, uint32_t j) {
@@ -120,7 +107,7 @@ __device__ __forceinline__ int batch_step1(const BatchSlots& b, uint32_t k0, uin
         }
         UNROLL for (int i = 0; i < G; i++) v[i] = has[i] ? b.sorted[p[i]] : 0;
         UNROLL for (int i = 0; i < G; i++) {
-            x2[i] = has[i] ? load_coord<F>(b.points, v[i], 0) : F::zero();
+            x2[i] = has[i] ? entry_coord<F>(b.points, v[i], 0) : F::zero();
             x1[i] = has[i] && st[i] ? load_soa<F>(b.acc, b.S, j[i]) : F::zero();
         }
         UNROLL for (int i = 0; i < G; i++) {
@@ -129,18 +116,18 @@ __device__ __forceinline__ int batch_step1(const BatchSlots& b, uint32_t k0, uin
                 active = 1;
                 b.cursor[j[i]] = p[i] + 1;
                 // x = 0 alone is a curve point: the point at infinity is x = y = 0
-                const bool inf2 = x2[i].is_zero() && load_coord<F>(b.points, v[i], 1).is_zero();
+                const bool inf2 = x2[i].is_zero() && entry_coord<F>(b.points, v[i], 1).is_zero();
                 if (!inf2) {
                     if (!st[i]) {  // empty: take the point
                         store_soa(x2[i], b.acc, b.S, j[i]);
-                        store_soa(load_coord<F>(b.points, v[i], 1), accy, b.S, j[i]);
+                        store_soa(entry_coord<F>(b.points, v[i], 1), accy, b.S, j[i]);
                         st[i] = BATCH_FULL;
                     } else {
                         F d = x2[i] - x1[i];
                         uint8_t kd = BATCH_ADD;
                         if (d.is_zero()) {
                             const F y1 = load_soa<F>(accy, b.S, j[i]);
-                            if ((load_coord<F>(b.points, v[i], 1) - y1).is_zero()) {
+                            if ((entry_coord<F>(b.points, v[i], 1) - y1).is_zero()) {
                                 d = y1.dbl();  // never zero: no point of order 2 in the group
                                 kd = BATCH_DBL;
                             } else {  // P + (-P)
@@ -183,11 +170,11 @@ __device__ __forceinline__ void batch_step3(const BatchSlots& b, uint32_t k0, ui
         if (kd != BATCH_NONE) {
             const F x1 = load_soa<F>(b.acc, b.S, j);
             const F y1 = load_soa<F>(accy, b.S, j);
-            const F x2 = load_coord<F>(b.points, v, 0);
+            const F x2 = entry_coord<F>(b.points, v, 0);
             F d, num;
             if (kd == BATCH_ADD) {
                 d = x2 - x1;
-                num = load_coord<F>(b.points, v, 1) - y1;
+                num = entry_coord<F>(b.points, v, 1) - y1;
             } else {
                 d = y1.dbl();
                 const F xx = x1.sqr();

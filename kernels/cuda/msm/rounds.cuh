@@ -41,6 +41,7 @@
 #include "../ec/xyzz.cuh"
 #include "../ff/batch_inverse.cuh"
 #include "../ff/host_cuda.cuh"
+#include "entry.cuh"
 
 #define ROUNDS_NONE 0
 #define ROUNDS_ADD 1
@@ -75,20 +76,6 @@ struct RoundsArgs {
     uint32_t ncont;     // slots j < ncont go on (STEP, or keep their accumulator); the rest are written out
     uint32_t flags;
 };
-
-// One coordinate (0: x, 1: y) of point (v & 0x7fffffff), y negated when bit 31 is set; 16-byte
-// loads (rows are 96 or 192 bytes, so 16-byte aligned).
-template <class F>
-HD F rounds_coord(const uint32_t* points, uint32_t v, int which) {
-    uint32_t w[F::WORDS];
-    const uint4* q = reinterpret_cast<const uint4*>(points + (uint64_t)(v & 0x7fffffffu) * (2 * F::WORDS) + which * F::WORDS);
-    UNROLL for (int i = 0; i < F::WORDS / 4; i++) {
-        const uint4 t = __ldg(q + i);
-        w[4 * i] = t.x; w[4 * i + 1] = t.y; w[4 * i + 2] = t.z; w[4 * i + 3] = t.w;
-    }
-    const F r = F::load(w);
-    return (which == 1 && (v >> 31)) ? r.neg() : r;
-}
 
 // Quad-major slot state (see above): element j of an array of ns values.
 template <class F>
@@ -154,11 +141,11 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
         }
         if (pending) {
             const uint32_t v = ent;
-            const F x2 = rounds_coord<F>(a.points, v, 0);
+            const F x2 = entry_coord<F>(a.points, v, 0);
             F d, num;
             if ((st & ROUNDS_KIND) == ROUNDS_ADD) {
                 d = x2 - x1;
-                num = rounds_coord<F>(a.points, v, 1) - y1;
+                num = entry_coord<F>(a.points, v, 1) - y1;
             } else {
                 d = y1.dbl();
                 const F xx = x1.sqr();
@@ -189,22 +176,22 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
             continue;
         }
         const uint32_t v = vr;
-        const F x2 = rounds_coord<F>(a.points, v, 0);
+        const F x2 = entry_coord<F>(a.points, v, 0);
         uint8_t nst = full ? ROUNDS_FULL : 0;
         F d = x2 - x1;
         // x = 0 alone is a curve point: the point at infinity is x = y = 0
-        const bool inf2 = x2.is_zero() && rounds_coord<F>(a.points, v, 1).is_zero();
+        const bool inf2 = x2.is_zero() && entry_coord<F>(a.points, v, 1).is_zero();
         if (!inf2) {
             if (!full) {  // empty: take the point
                 rounds_store(x2, a.acc, a.ns, j);
-                rounds_store(rounds_coord<F>(a.points, v, 1), accy, a.ns, j);
+                rounds_store(entry_coord<F>(a.points, v, 1), accy, a.ns, j);
                 nst = ROUNDS_FULL;
                 dirty = false;
             } else {
                 uint8_t kind = ROUNDS_ADD;
                 if (d.is_zero()) {
                     if (!have_y) y1 = rounds_load<F>(accy, a.ns, j);
-                    if ((rounds_coord<F>(a.points, v, 1) - y1).is_zero()) {
+                    if ((entry_coord<F>(a.points, v, 1) - y1).is_zero()) {
                         d = y1.dbl();  // never zero: no point of order 2 in the group
                         kind = ROUNDS_DBL;
                     } else {  // P + (-P)
