@@ -26,9 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from kernels.constants import GLV_LAMBDA, R_MOD
+from kernels.constants import R_MOD
 from kernels.cuda import msm_rounds
 from kernels.cuda.finish import combine_windows
+from kernels.cuda.glv import (
+    GLV_BITS,
+    GLV_BOUND,
+    GLV_MIN_TAIL,
+    GLV_WINDOW,
+    endo_table,  # noqa: F401  (the backend, benchmarks and tests take it from here)
+    glv_dense,
+)
 from kernels.cuda.module import kernel
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
 from kernels.cuda.points import grid as _grid
@@ -366,7 +374,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
     "batch", "rounds", "rounds3", "auto"; see ACCUMULATE) and ones ("sum", "list"; see ONES) override the defaults, for
     benchmarks and tests. endo (G1): a table of 2N rows whose first N are the points and the rest
-    their images under the endomorphism (endo_table); with it at least GLV_MIN_TAIL scalars are
+    their images under the endomorphism (glv.endo_table); with it at least GLV_MIN_TAIL scalars are
     split GLV-wise, with no 0/1 split first (glv forces the split on or off). sort_runs forces the one-pass sort into
     fixed runs (SORT_RUNS) on or off."""
     cp = _cp()
@@ -396,8 +404,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
 
     bits = 256  # digits cover this many scalar bits (signed: the top window's carry included)
     if endo is not None and group == "g1" and (glv if glv is not None else n >= GLV_MIN_TAIL):
-        # a table with its images is H's: full-length scalars, no 0/1 split (see _glv_dense)
-        points, canon, m = _glv_dense(endo, scalars, n)
+        # a table with its images is H's: full-length scalars, no 0/1 split (see glv.glv_dense)
+        points, canon, m = glv_dense(endo, scalars, n)
         ones_sum, tail_idx, m1, bits = cp.zeros((1, xw), dtype=cp.uint64), None, 0, GLV_BITS
         mark("glv_split")
     else:
@@ -549,46 +557,6 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         stats.accumulate, stats.slots = how_acc, slots
         _phase_times(stats, marks)
     return out
-
-
-# The GLV split (msm/glv.cuh) for G1 MSMs of at least GLV_MIN_TAIL scalars when the caller has the
-# points' endomorphism table (endo_table): 2n scalars below 2^128, digits over GLV_BITS bits (the
-# top window's carry included), windows of GLV_WINDOW bits from 2^LARGE_LOG split scalars on
-# (6 windows: 12 bucket additions a point, against 13 without the split at c = 20). Measured on
-# the H200 (2026-12-04, random scalars, the same points): 2^27 with the sort into runs 827.5 ms
-# split against 844.8 unsplit; 2^26 456.6 split (runs do not fit there) against 440.9 unsplit.
-# So from 1.5 x 2^26 on: H's 2^27 - 1 scalars at porep-32g.
-GLV_MIN_TAIL = 3 << 25
-GLV_BITS = 129
-GLV_WINDOW = 22
-GLV_BOUND = GLV_LAMBDA + 1  # the largest half: s div lambda <= (r - 1) / lambda = lambda + 1
-
-
-def endo_table(points: Any) -> Any:
-    """Device uint64[2N, 12]: the N G1 points, then lambda times each (the endomorphism
-    (x, y) -> (beta x, y)); its first N rows are a contiguous view usable as the table itself."""
-    cp = _cp()
-    n = int(points.shape[0])
-    ext = cp.empty((2 * n, AFFINE_U64["g1"]), dtype=cp.uint64)
-    ext[:n] = points
-    if n:
-        kernel("msm_g1", "g1_endo")(_grid(n), (BLOCK,), (ext, np.uint64(n), ext[n:]))
-    return ext
-
-
-def _glv_dense(endo: Any, scalars: Any, n: int) -> tuple[Any, Any, int]:
-    """(points, canonical scalars, entries) of the split MSM: scalar s at point p becomes s mod
-    lambda at p and s div lambda at N + p, the image's row in endo; rows n..N-1 of both halves are
-    zero (no digits). One pass over the Montgomery scalars: tables with images are H's, whose
-    scalars are full-length, so the 0/1 split is skipped (measured on the H200, 2026-12-04, at
-    2^27: classing and listing them took 18.9 ms and the split of the list 3.4)."""
-    cp = _cp()
-    N = int(endo.shape[0]) // 2
-    if n > N:
-        raise ValueError(f"the endomorphism table holds {N} points, the MSM has {n} scalars")
-    canon2 = cp.empty((2 * N, 4), dtype=cp.uint64)
-    kernel("msm_g1", "g1_glv_dense")(_grid(N, 256), (256,), (scalars, np.uint64(n), np.uint64(N), canon2))
-    return endo, canon2, 2 * N
 
 
 def _reduce_heavy(group: str, partials: Any, nitems: Any, item_off: Any, count: Any) -> None:
