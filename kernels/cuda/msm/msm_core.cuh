@@ -174,6 +174,13 @@ __device__ __forceinline__ void sum_ones(const uint32_t* points, const uint8_t* 
     acc.store(partial + t * X::WORDS);
 }
 
+// MSM_G2_INLINE=1 (a build define, for measuring a variant of msm_g2): G2's mixed addition inline
+// in the accumulation as G1's is. Out of line by default, so that G2 compiles in reasonable time;
+// G2's ones are B2's main cost (20 M additions a porep-32g partition, 39 ms alone on the H200).
+#ifndef MSM_G2_INLINE
+#define MSM_G2_INLINE 0
+#endif
+
 // Thread t takes work item order[t] (order: the items by length, longest first, so that the
 // threads of a warp run chains of nearly one length; null: item t).
 template <class F>
@@ -198,7 +205,7 @@ __device__ __forceinline__ void accumulate(const uint32_t* points, const uint32_
         v = vn;
         if (a.is_inf()) continue;
         if (neg) a.y = a.y.neg();
-        if constexpr (F::WORDS == Fp::WORDS) acc.add_affine_inline(a.x, a.y);  // G1
+        if constexpr (F::WORDS == Fp::WORDS || MSM_G2_INLINE) acc.add_affine_inline(a.x, a.y);  // G1 (G2 too in that build)
         else acc.add_affine(a.x, a.y);
     }
     acc.store(partial + (uint64_t)it * X::WORDS);
