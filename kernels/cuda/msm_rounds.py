@@ -26,7 +26,9 @@ groups share the card. On the H200 (2026-12-04, 2^24, 558 rounds) that was ~0.63
 the same with 2 or 3 groups (353.8 and 353.3 ms: 3 groups make 1.5 times the host calls) and
 0.15 ms more with 32 slots a thread (435.5 ms: the same host calls), so the host's launches
 (~20 CuPy calls a round, issued ahead of the card) were not what it waited on. Shorter work
-items (fewer rounds over more slots: "-lN", see mode()) are the lever there.
+items (fewer rounds over more slots: "-lN", see mode()) are the lever there. Where the slots are
+many it pays: at 2^27 with the GLV split (151 rounds of up to 12.6 M slots) the accumulation took
+504.4 ms against XYZZ's 648.9 (H200, 2026-12-04; 580.9 with items of 256, 256 rounds).
 State (per slot, about 157 bytes for G1: 12.6 M slots at 2^27 take ~2 GB): the accumulator, the
 prefix product, the pending entry, a state byte, the slot's first entry and its item.
 """
