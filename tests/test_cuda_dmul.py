@@ -12,22 +12,11 @@ import pytest
 from kernels.backend import cuda_unavailable_reason
 from kernels.constants import P_MOD
 from kernels.cpu.convert import from_mont_fp, to_mont_fp
+from kernels.cuda import testing as T
 
 _REASON = cuda_unavailable_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
 OPS = {"karatsuba": 0, "school": 1, "hybrid": 2, "sqr": 3, "sqr_hybrid": 4}  # field_kernels.cu's fp_dmul op codes
-
-
-def _device(fn: str, op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    import cupy as cp
-
-    from kernels.cuda.module import kernel
-
-    A, B = cp.asarray(a), cp.asarray(b)
-    out = cp.full(A.shape, 0xDEADBEEF, dtype=cp.uint64)  # poisoned: every row must be written
-    n = a.shape[0]
-    kernel("field", fn)(((n + 127) // 128,), (128,), (np.int32(op), A, B, out, np.uint64(n)))
-    return cp.asnumpy(out)
 
 
 @pytest.mark.parametrize("variant", list(OPS))
@@ -39,10 +28,10 @@ def test_dmul_on_device(variant: str) -> None:
     if variant.startswith("sqr"):
         b = a
     A, B = to_mont_fp(a), to_mont_fp(b)
-    got = _device("fp_dmul", OPS[variant], A, B)
+    got = T.field_op("fp_dmul", OPS[variant], A, B)
     assert from_mont_fp(got) == [x * y % P_MOD for x, y in zip(a, b)]
-    assert np.array_equal(got, _device("fp_binop", 2, A, B))
+    assert np.array_equal(got, T.field_op("fp_binop", 2, A, B))
     # a changed operand changes every product (the check can fail)
     other = to_mont_fp([(x + 1) % P_MOD for x in a])
-    changed = _device("fp_dmul", OPS[variant], other, other if variant.startswith("sqr") else B)
+    changed = T.field_op("fp_dmul", OPS[variant], other, other if variant.startswith("sqr") else B)
     assert not np.any(np.all(changed == got, axis=1)[len(edges):])

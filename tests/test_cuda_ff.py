@@ -11,6 +11,7 @@ from oracle import binop_expected
 from kernels.backend import cuda_unavailable_reason
 from kernels.constants import P_MOD, R_MOD
 from kernels.cpu.convert import from_mont_fp, from_mont_fr, to_mont_fp, to_mont_fr
+from kernels.cuda import testing as T
 
 _REASON = cuda_unavailable_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
@@ -19,18 +20,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"
 def _values(mod: int, n: int, rng: random.Random) -> list[int]:
     vals = [0, 1, 2, mod - 1, mod - 2, (mod - 1) // 2]
     return vals + [rng.randrange(mod) for _ in range(n - len(vals))]
-
-
-def _run(fn: str, op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    import cupy as cp
-
-    from kernels.cuda.module import kernel
-
-    A, B = cp.asarray(a), cp.asarray(b)
-    out = cp.full(A.shape, 0xDEADBEEF, dtype=cp.uint64)  # poisoned: every row must be written
-    n = a.shape[0]
-    kernel("field", fn)(((n + 127) // 128,), (128,), (np.int32(op), A, B, out, np.uint64(n)))
-    return cp.asnumpy(out)
 
 
 @pytest.mark.parametrize("field", ["fr", "fp"])
@@ -42,7 +31,7 @@ def test_field_ops_on_device(field: str) -> None:
     A, B = to_m(a), to_m(b)
     want = binop_expected(a, b, mod)
     for op, w in want.items():
-        out = _run(f"{field}_binop", op, A, B)
+        out = T.field_op(f"{field}_binop", op, A, B)
         assert np.array_equal(out, to_m(w)), f"{field} op {op}: {from_m(out)[:3]} vs {w[:3]}"
 
 
@@ -63,9 +52,9 @@ def test_fp2_mul_inv_on_device() -> None:
         return (x[0] * t % P_MOD, -x[1] * t % P_MOD)
 
     A, B = enc(a), enc(b)
-    assert np.array_equal(_run("fp2_binop", 2, A, B), enc([mul(x, y) for x, y in zip(a, b)]))
-    assert np.array_equal(_run("fp2_binop", 3, A, B), enc([mul(x, x) for x in a]))
-    assert np.array_equal(_run("fp2_binop", 4, A, B), enc([inv(x) for x in a]))
+    assert np.array_equal(T.field_op("fp2_binop", 2, A, B), enc([mul(x, y) for x, y in zip(a, b)]))
+    assert np.array_equal(T.field_op("fp2_binop", 3, A, B), enc([mul(x, x) for x in a]))
+    assert np.array_equal(T.field_op("fp2_binop", 4, A, B), enc([inv(x) for x in a]))
 
 
 def test_backend_fr_vectors_match_python_and_cpu() -> None:

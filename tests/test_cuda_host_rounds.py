@@ -2,7 +2,7 @@
 the levelled batch inversion (kernels/cuda/ff/batch_inverse.cuh, kernels/cuda/batch_inverse.py),
 built for the host and run by the real host driver over tests/rounds_fake.py (numpy for CuPy,
 streams run in a random interleaving, each kernel's threads in a random order). Item sums are
-checked against Python-integer affine G1 arithmetic (G2: arkworks), with doublings, P + (-P),
+checked against arkworks' sums, with doublings, P + (-P),
 points at infinity, empty items, items of one entry and uneven lengths planted; the inversion
 against pow(x, -1, p). No GPU needed."""
 
@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 from host_build import BUILDS, host_library, needs_cxx, ptx_flag
+from oracle import ark_g1
 from rounds_fake import Sched, fake_cupy, fake_kernel
 
-from kernels.constants import FP_R, G1_GEN, P_MOD
+from kernels.constants import FP_R, P_MOD
 from kernels.cpu.convert import from_mont_fp, to_mont_fp
 from kernels.cuda import batch_inverse, msm_rounds
+from kernels.cuda import testing as T
 
 pytestmark = needs_cxx
 Pt = tuple[int, int] | None
@@ -49,36 +51,6 @@ def fake_device(monkeypatch: pytest.MonkeyPatch, lib: ctypes.CDLL, rng: random.R
         monkeypatch.setattr(batch_inverse, "BINV_GROUP", 2)
         monkeypatch.setattr(batch_inverse, "TOP_CHAIN", 2)
     return sched
-
-
-# -- Python-integer G1 -------------------------------------------------------------------------------
-def add(p: Pt, q: Pt) -> Pt:
-    if p is None:
-        return q
-    if q is None:
-        return p
-    (x1, y1), (x2, y2) = p, q
-    if x1 == x2:
-        if (y1 + y2) % P_MOD == 0:
-            return None
-        lam = 3 * x1 * x1 * pow(2 * y1, -1, P_MOD) % P_MOD
-    else:
-        lam = (y2 - y1) * pow(x2 - x1, -1, P_MOD) % P_MOD
-    x3 = (lam * lam - x1 - x2) % P_MOD
-    return x3, (lam * (x1 - x3) - y1) % P_MOD
-
-
-def mul(k: int, p: Pt) -> Pt:
-    r: Pt = None
-    for bit in bin(k)[2:]:
-        r = add(r, r)
-        if bit == "1":
-            r = add(r, p)
-    return r
-
-
-def neg(p: Pt) -> Pt:
-    return None if p is None else (p[0], -p[1] % P_MOD)
 
 
 def make_items(rng: random.Random, npts: int, nitems: int) -> tuple[list[list[int]], list[list[int]]]:
@@ -113,22 +85,22 @@ def layout(rng: random.Random, items: list[list[int]], junk: bool = True) -> tup
     return np.array(sorted_ + [0], np.uint32), np.array(start, np.uint32), np.array(end, np.uint32)
 
 
-def g1_points(rng: random.Random, npts: int) -> tuple[list[Pt], np.ndarray]:
-    pts = [mul(rng.randrange(1, 1 << 64), G1_GEN) for _ in range(npts)]
-    rows = np.zeros((npts + 1, 12), np.uint64)  # the last row: infinity
-    for i, p in enumerate(pts):
-        assert p is not None
-        rows[i] = to_mont_fp(list(p)).reshape(-1)
+def g1_points(rng: random.Random, npts: int) -> tuple[list[Any], np.ndarray]:
+    """npts random arkworks points, and their rows with one more, all zeros: infinity."""
+    pts = T.random_points("g1", npts, rng)
+    rows = np.vstack([T.ark_to_words("g1", pts), np.zeros((1, 12), np.uint64)])
     return pts, rows.view(np.uint32).copy()
 
 
-def expected_g1(pts: list[Pt], entries: list[int]) -> Pt:
-    s: Pt = None
+def expected_g1(pts: list[Any], entries: list[int]) -> Pt:
+    """The item's sum by arkworks, as affine integers."""
+    ark = pytest.importorskip("py_arkworks_bls12381")
+    s = ark.G1Point.identity()
     for v in entries:
         idx = v & 0x7FFFFFFF
-        p = pts[idx] if idx < len(pts) else None
-        s = add(s, neg(p) if v >> 31 else p)
-    return s
+        p = pts[idx] if idx < len(pts) else ark.G1Point.identity()
+        s = s + (-p if v >> 31 else p)
+    return ark_g1(s)
 
 
 def row_to_point(row: np.ndarray) -> Pt | str:
@@ -298,7 +270,6 @@ def test_item_length() -> None:
 @pytest.mark.parametrize("fused", [True, False])
 def test_g2_item_sums_match_arkworks(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, fused: bool) -> None:
     ark = pytest.importorskip("py_arkworks_bls12381")
-    from kernels.cuda import testing as T
 
     rng = random.Random()
     pts = T.random_points("g2", 6, rng)

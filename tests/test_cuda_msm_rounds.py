@@ -46,15 +46,7 @@ def test_matches_arkworks(group: str, window: int, n: int, mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_exceptional_additions(group: str, mode: str) -> None:
     """Buckets that hold only P and -P, P twice, P three times, P, -P, P, infinity among them."""
-    import py_arkworks_bls12381 as ark
-
-    rng = random.Random()
-    G = ark.G1Point if group == "g1" else ark.G2Point
-    P = G() * ark.Scalar(rng.randrange(2, R_MOD))
-    Q = G() * ark.Scalar(rng.randrange(2, R_MOD))
-    s = rng.randrange(2, R_MOD)
-    inf = G.identity()
-    cases = [[P, -P], [P, P], [P, P, P], [P, -P, P], [inf, P], [P, inf, P], [P, Q, -Q, -P], [P, P, -P, Q], [inf, inf]]
+    cases, s = T.exceptional_buckets(group, random.Random())
     for pts in cases:
         sc = [s] * len(pts)
         for w in (None, 5):

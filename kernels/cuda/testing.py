@@ -111,3 +111,32 @@ def ark_msm(group: str, points: list[Any], scalars: list[int]) -> np.ndarray:
 def ark_fixed_base(group: str, base: Any, scalars: list[int]) -> np.ndarray:
     ark = _ark()
     return ark_to_words(group, [base * ark.Scalar(s % R_MOD) for s in scalars])
+
+
+def field_op(fn: str, op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The field module's elementwise kernel ``fn`` (fr_binop, fp_binop, fp2_binop, fp_dmul) with
+    op code ``op`` over rows a and b, read back; the output starts poisoned, so every row must be
+    written."""
+    import cupy as cp
+
+    from kernels.cuda.module import kernel
+
+    A, B = cp.asarray(a), cp.asarray(b)
+    out = cp.full(A.shape, 0xDEADBEEF, dtype=cp.uint64)
+    n = a.shape[0]
+    kernel("field", fn)(((n + 127) // 128,), (128,), (np.int32(op), A, B, out, np.uint64(n)))
+    return cp.asnumpy(out)
+
+
+def exceptional_buckets(group: str, rng: random.Random) -> tuple[list[list[Any]], int]:
+    """Point lists that, all under one scalar, fill every window's bucket with exactly the
+    batch-affine additions' exceptional sequences: P and -P (infinity), P twice (a doubling),
+    P three times (a doubling, then an addition), P, -P, P (infinity, then P taken again), the
+    point at infinity among them; and that scalar."""
+    ark = _ark()
+    G = _group(group)
+    P = G() * ark.Scalar(rng.randrange(2, R_MOD))
+    Q = G() * ark.Scalar(rng.randrange(2, R_MOD))
+    inf = G.identity()
+    cases = [[P, -P], [P, P], [P, P, P], [P, -P, P], [inf, P], [P, inf, P], [P, Q, -Q, -P], [P, P, -P, Q], [inf, inf]]
+    return cases, rng.randrange(2, R_MOD)

@@ -61,55 +61,35 @@ __global__ void fp_mul_chain(const uint32_t* a, uint32_t* out, int iters) {
 __device__ __forceinline__ void opaque(Fp& y) {
     UNROLL for (int j = 0; j < 12; j++) asm volatile("" : "+r"(y.v[j]));
 }
-// The same chain through dmul.cuh's FP64-pipe product (dmul48::mul, Karatsuba; the schoolbook
-// one in fp_dmul_school_chain): one chain a thread, as fp_mul_chain, so the rates compare like
-// for like; their outputs must equal fp_mul_chain's.
-__global__ void DMUL_BOUNDS fp_dmul_chain(const uint32_t* a, uint32_t* out, int iters) {
-    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
-    for (int k = 0; k < iters; k++) {
-        opaque(y);
-        x = dmul48::mul(x, y);
+// The same chain through dmul.cuh's FP64-pipe products (dmul48::mul, Karatsuba; mul_school;
+// mul_hybrid): one chain a thread, as fp_mul_chain, so the rates compare like for like; their
+// outputs must equal fp_mul_chain's.
+#define DMUL_CHAIN(NAME, MUL)                                                                    \
+    __global__ void DMUL_BOUNDS NAME(const uint32_t* a, uint32_t* out, int iters) {               \
+        uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;                            \
+        Fp x = Fp::load(a + (i & 1023) * 12), y = x;                                             \
+        for (int k = 0; k < iters; k++) {                                                        \
+            opaque(y);                                                                           \
+            x = MUL(x, y);                                                                       \
+        }                                                                                        \
+        x.store(out + i * 12);                                                                   \
     }
-    x.store(out + i * 12);
-}
-__global__ void DMUL_BOUNDS fp_dmul_school_chain(const uint32_t* a, uint32_t* out, int iters) {
-    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
-    for (int k = 0; k < iters; k++) {
-        opaque(y);
-        x = dmul48::mul_school(x, y);
-    }
-    x.store(out + i * 12);
-}
-__global__ void DMUL_BOUNDS fp_dmul_hybrid_chain(const uint32_t* a, uint32_t* out, int iters) {
-    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    Fp x = Fp::load(a + (i & 1023) * 12), y = x;
-    for (int k = 0; k < iters; k++) {
-        opaque(y);
-        x = dmul48::mul_hybrid(x, y);
-    }
-    x.store(out + i * 12);
-}
+DMUL_CHAIN(fp_dmul_chain, dmul48::mul)
+DMUL_CHAIN(fp_dmul_school_chain, dmul48::mul_school)
+DMUL_CHAIN(fp_dmul_hybrid_chain, dmul48::mul_hybrid)
+
 // Squaring chains: Mont<Fp>::sqr, dmul48::sqr and dmul48::sqr_hybrid (outputs equal).
-__global__ void fp_sqr_chain(const uint32_t* a, uint32_t* out, int iters) {
-    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    Fp x = Fp::load(a + (i & 1023) * 12);
-    for (int k = 0; k < iters; k++) x = x.sqr();
-    x.store(out + i * 12);
-}
-__global__ void DMUL_BOUNDS fp_dsqr_chain(const uint32_t* a, uint32_t* out, int iters) {
-    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    Fp x = Fp::load(a + (i & 1023) * 12);
-    for (int k = 0; k < iters; k++) x = dmul48::sqr(x);
-    x.store(out + i * 12);
-}
-__global__ void DMUL_BOUNDS fp_dsqr_hybrid_chain(const uint32_t* a, uint32_t* out, int iters) {
-    uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    Fp x = Fp::load(a + (i & 1023) * 12);
-    for (int k = 0; k < iters; k++) x = dmul48::sqr_hybrid(x);
-    x.store(out + i * 12);
-}
+#define SQR_CHAIN(NAME, BOUNDS, SQR)                                                             \
+    __global__ void BOUNDS NAME(const uint32_t* a, uint32_t* out, int iters) {                    \
+        uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;                            \
+        Fp x = Fp::load(a + (i & 1023) * 12);                                                    \
+        for (int k = 0; k < iters; k++) x = SQR(x);                                              \
+        x.store(out + i * 12);                                                                   \
+    }
+__device__ __forceinline__ Fp mont_sqr(const Fp& x) { return x.sqr(); }
+SQR_CHAIN(fp_sqr_chain, , mont_sqr)
+SQR_CHAIN(fp_dsqr_chain, DMUL_BOUNDS, dmul48::sqr)
+SQR_CHAIN(fp_dsqr_hybrid_chain, DMUL_BOUNDS, dmul48::sqr_hybrid)
 // Both products at once: two independent chains a thread, one on the IMAD pipe (operator*) and
 // one on the FP64 pipe (dmul48::mul), counted as 2 * iters products a thread. Whether the two
 // pipes overlap shows as a rate above both single-product chains. The chains end equal; a

@@ -168,25 +168,11 @@ __device__ __forceinline__ void batch_step3(const BatchSlots& b, uint32_t k0, ui
             v_next = b.ent[j - ks * b.NT];
         }
         if (kd != BATCH_NONE) {
-            const F x1 = load_soa<F>(b.acc, b.S, j);
-            const F y1 = load_soa<F>(accy, b.S, j);
-            const F x2 = entry_coord<F>(b.points, v, 0);
-            F d, num;
-            if (kd == BATCH_ADD) {
-                d = x2 - x1;
-                num = entry_coord<F>(b.points, v, 1) - y1;
-            } else {
-                d = y1.dbl();
-                const F xx = x1.sqr();
-                num = xx.dbl() + xx;
-            }
-            const F dinv = inv * load_soa<F>(b.pref, b.S, j);
-            inv = inv * d;
-            const F lam = num * dinv;
-            const F x3 = lam.sqr() - x1 - x2;  // a doubling has x2 = x1
-            const F y3 = lam * (x1 - x3) - y1;
-            store_soa(x3, b.acc, b.S, j);
-            store_soa(y3, accy, b.S, j);
+            F x1 = load_soa<F>(b.acc, b.S, j);
+            F y1 = load_soa<F>(accy, b.S, j);
+            finish_affine<F>(x1, y1, b.points, v, kd == BATCH_ADD, [&] { return load_soa<F>(b.pref, b.S, j); }, inv);
+            store_soa(x1, b.acc, b.S, j);
+            store_soa(y1, accy, b.S, j);
             b.state[j] = BATCH_FULL;
         }
         if (k < k0 + ks) break;

@@ -26,31 +26,52 @@ HD uint32_t signed_digit(uint32_t bits, int c, uint32_t* carry, uint32_t* neg) {
     return *neg ? full - raw : raw;
 }
 
-// Window w's digit alone, as a loop over the windows produces it, with no loop and no array
-// indexed at run time (a per-window sort kernel would otherwise keep its scalars in local memory):
-// the carry into window w is 1 exactly when s mod 2^(wc) exceeds M_w = sum_{i<w} 2^(ic + c - 1),
-// since each lower signed digit is at most 2^(c-1) (by induction over the windows: a window
-// whose bits exceed 2^(c-1) carries whatever came in, one that equals it carries what came in,
-// one below it does not). tests/test_cuda_host_digits.py checks it against the loop.
-HD uint32_t window_digit(const uint32_t s[8], int c, int w, uint32_t* neg) {
-    const int off = w * c, limb = off >> 5, sh = off & 31;
-    uint32_t lo = 0, hi = 0;
-    int gt = 0, lt = 0;  // s mod 2^off against M_w, from the top word down
-    UNROLL for (int j = 7; j >= 0; j--) {
-        if (j == limb) lo = s[j];
-        if (j == limb + 1) hi = s[j];
-        const uint32_t a = 32 * j + 32 <= off ? s[j] : 32 * j >= off ? 0u : s[j] & ((1u << (off - 32 * j)) - 1);
-        uint32_t mj = 0;
+// Window w's digit alone, as a loop over the windows produces it, with no loop over the windows
+// and no array indexed at run time (a per-window sort kernel would otherwise keep its scalars in
+// local memory): the carry into window w is 1 exactly when s mod 2^(wc) exceeds
+// M_w = sum_{i<w} 2^(ic + c - 1), since each lower signed digit is at most 2^(c-1) (by induction
+// over the windows: a window whose bits exceed 2^(c-1) carries whatever came in, one that equals
+// it carries what came in, one below it does not). What depends on (c, w) alone is worked out
+// once (WindowDigits), so a kernel recoding many scalars for one window pays it once.
+// tests/test_cuda_host_digits.py checks it against the loop.
+struct WindowDigits {
+    int c, limb, sh;
+    uint32_t below[8];  // the bits of word j below w c
+    uint32_t m[8];      // the words of M_w
+
+    HD WindowDigits(int c_, int w) : c(c_), limb(w * c_ >> 5), sh(w * c_ & 31) {
+        const int off = w * c;
+        UNROLL for (int j = 0; j < 8; j++) {
+            below[j] = 32 * j + 32 <= off ? ~0u : 32 * j >= off ? 0u : (1u << (off - 32 * j)) - 1;
+            m[j] = 0;
+        }
         for (int i = 0; i < w; i++) {
             const int pos = i * c + c - 1;
-            mj |= (pos >> 5) == j ? 1u << (pos & 31) : 0u;
-        }
-        if (!gt && !lt) {
-            gt = a > mj;
-            lt = a < mj;
+            UNROLL for (int j = 0; j < 8; j++) m[j] |= (pos >> 5) == j ? 1u << (pos & 31) : 0u;
         }
     }
-    const uint32_t bits = limb < 8 ? ((sh ? (lo >> sh) | (hi << (32 - sh)) : lo) & ((1u << c) - 1)) : 0u;
-    uint32_t carry = gt;
-    return signed_digit(bits, c, &carry, neg);
+
+    // s's digit magnitude in this window; *neg its sign.
+    HD uint32_t digit(const uint32_t s[8], uint32_t* neg) const {
+        uint32_t lo = 0, hi = 0;
+        int gt = 0, lt = 0;  // s mod 2^(wc) against M_w, from the top word down
+        UNROLL for (int j = 7; j >= 0; j--) {
+            // masks, not selects: ptxas turns a chain of selects into s[limb], an array indexed at
+            // run time, and puts the caller's scalars in local memory
+            lo |= s[j] & (j == limb ? ~0u : 0u);
+            hi |= s[j] & (j == limb + 1 ? ~0u : 0u);
+            const uint32_t a = s[j] & below[j];
+            if (!gt && !lt) {
+                gt = a > m[j];
+                lt = a < m[j];
+            }
+        }
+        const uint32_t bits = limb < 8 ? ((sh ? (lo >> sh) | (hi << (32 - sh)) : lo) & ((1u << c) - 1)) : 0u;
+        uint32_t carry = gt;
+        return signed_digit(bits, c, &carry, neg);
+    }
+};
+
+HD uint32_t window_digit(const uint32_t s[8], int c, int w, uint32_t* neg) {
+    return WindowDigits(c, w).digit(s, neg);
 }

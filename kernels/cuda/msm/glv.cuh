@@ -19,34 +19,31 @@ HD bool geq_lambda(const uint32_t r[8]) {
     return true;
 }
 
+// out (NA + NB words) = a (NA words) * b (NB words), schoolbook.
+template <int NA, int NB>
+HD void mul_words(const uint32_t* a, const uint32_t* b, uint32_t* out) {
+    for (int k = 0; k < NA + NB; k++) out[k] = 0;
+    for (int i = 0; i < NA; i++) {
+        uint64_t carry = 0;
+        for (int j = 0; j < NB; j++) {
+            const uint64_t t = (uint64_t)a[i] * b[j] + out[i + j] + carry;
+            out[i + j] = (uint32_t)t;
+            carry = t >> 32;
+        }
+        out[i + NB] = (uint32_t)carry;
+    }
+}
+
 // s (canonical, eight 32-bit words, below r) -> s1, s2 (eight words each, the top four zero).
 // q = floor(s * MU / 2^256) with MU = floor(2^256 / lambda) is s div lambda or one less (s * MU
 // / 2^256 > s / lambda - s / 2^256 > s / lambda - 1), so at most one correction.
 HD void split(const uint32_t s[8], uint32_t s1[8], uint32_t s2[8]) {
     uint32_t prod[13];
-    for (int k = 0; k < 13; k++) prod[k] = 0;
-    for (int i = 0; i < 8; i++) {
-        uint64_t carry = 0;
-        for (int j = 0; j < 5; j++) {
-            const uint64_t t = (uint64_t)s[i] * GLV_MU_W[j] + prod[i + j] + carry;
-            prod[i + j] = (uint32_t)t;
-            carry = t >> 32;
-        }
-        prod[i + 5] = (uint32_t)carry;
-    }
+    mul_words<8, 5>(s, GLV_MU_W, prod);
     uint32_t q[4] = {prod[8], prod[9], prod[10], prod[11]};  // prod[12] is 0: q <= lambda + 1 < 2^128
     // rem = s - q * lambda (no borrow out: q * lambda <= s)
     uint32_t ql[8];
-    for (int k = 0; k < 8; k++) ql[k] = 0;
-    for (int i = 0; i < 4; i++) {
-        uint64_t carry = 0;
-        for (int j = 0; j < 4; j++) {
-            const uint64_t t = (uint64_t)q[i] * GLV_LAMBDA_W[j] + ql[i + j] + carry;
-            ql[i + j] = (uint32_t)t;
-            carry = t >> 32;
-        }
-        ql[i + 4] = (uint32_t)carry;
-    }
+    mul_words<4, 4>(q, GLV_LAMBDA_W, ql);
     uint32_t rem[8];
     uint64_t borrow = 0;
     for (int k = 0; k < 8; k++) {

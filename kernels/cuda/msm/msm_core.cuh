@@ -99,7 +99,8 @@ __device__ __forceinline__ void window_digits(const uint32_t* canon, const uint3
         if (base + k * blockDim.x < m) load_scalar(canon, p[k], s[k]);
         else UNROLL for (int i = 0; i < 8; i++) s[k][i] = 0;  // digit 0: no entry
     }
-    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++) mag[k] = window_digit(s[k], c, blockIdx.y, &neg[k]);
+    const WindowDigits wd(c, blockIdx.y);
+    UNROLL for (int k = 0; k < SORT_PER_THREAD; k++) mag[k] = wd.digit(s[k], &neg[k]);
 }
 
 __global__ void msm_histogram_w(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, uint32_t* count) {

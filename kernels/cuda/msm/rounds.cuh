@@ -140,23 +140,7 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
             }
         }
         if (pending) {
-            const uint32_t v = ent;
-            const F x2 = entry_coord<F>(a.points, v, 0);
-            F d, num;
-            if ((st & ROUNDS_KIND) == ROUNDS_ADD) {
-                d = x2 - x1;
-                num = entry_coord<F>(a.points, v, 1) - y1;
-            } else {
-                d = y1.dbl();
-                const F xx = x1.sqr();
-                num = xx.dbl() + xx;
-            }
-            const F dinv = inv * rounds_load<F>(a.pref, a.ns, j);
-            inv = inv * d;
-            const F lam = num * dinv;
-            const F x3 = lam.sqr() - x1 - x2;  // a doubling has x2 = x1
-            y1 = lam * (x1 - x3) - y1;
-            x1 = x3;
+            finish_affine<F>(x1, y1, a.points, ent, (st & ROUNDS_KIND) == ROUNDS_ADD, [&] { return rounds_load<F>(a.pref, a.ns, j); }, inv);
             dirty = true;
         }
         if (out) {  // the slot's last entry is done: its sum goes out
