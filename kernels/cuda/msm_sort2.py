@@ -1,0 +1,104 @@
+"""The MSM's sort into fixed runs in two passes (msm/sort2.cuh), beside the one-pass
+msm_scatter_runs_w (msm_core.cuh) that kernels/cuda/msm.py uses by default.
+
+Why: the one-pass scatter issues one returning global atomic on a random counter and one 4-byte
+store to a random address per entry; on the H200 (H's MSM at porep-32g, 1.6 G entries) it took
+104 ms with the memory 29% busy and the warps waiting on L1TEX 103 of 129 cycles, the same with
+2, 4 or 8 entries a thread: bound by those random accesses' throughput. Here, per window:
+  pass 1 ranks a tile's entries per coarse bin (256 bins at c = 22: the top 8 bits of the
+         bucket) in shared memory, reserves each non-empty bin's room with one global atomic,
+         and writes the tile grouped by bin: 8 bytes an entry, in contiguous stretches;
+  pass 2 takes one coarse bin a block: the run positions by shared atomics on its 8192 fine
+         counters, one store an entry into the run, and the bin's counts into count[].
+The layout (msm.bucket_runs, msm.run_offsets), count[] and the overflow rule are
+msm_scatter_runs_w's, so msm.py goes on the same way after either. SORT_TWO_PASS (environment
+SEALTOP_SORT_TWO_PASS=1) picks it; msm()'s sort_two_pass per call.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernels.cuda.module import kernel
+from kernels.cuda.stream import cupy_module as _cp
+
+SORT_TWO_PASS = os.environ.get("SEALTOP_SORT_TWO_PASS", "0") == "1"
+THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SORT2_THREADS)
+FINE_MAX = 8192  # fine buckets a coarse bin at most (pass 2's shared counters)
+PLACE_THREADS = 1024  # pass 2's block (SORT2_PLACE_THREADS)
+
+
+def _per_thread() -> int:
+    from kernels.cuda.msm import _define
+
+    return _define("SORT2_PER", 8)
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """One window's bins: bucket b is in coarse bin b >> fb; bins [0, nbins) hold the buckets
+    with runs; each stages at most bincap entries."""
+
+    fb: int
+    nbins: int
+    bincap: int
+
+
+def plan(m: int, c: int, wcap: np.ndarray, wnb: np.ndarray) -> list[WindowPlan] | None:
+    """Each window's bins for m entries in c-bit windows with msm.bucket_runs' run lengths wcap
+    and buckets with runs wnb; None where the fine buckets of a bin would not fit pass 2's shared
+    counters (c > 22).
+
+    A bin's staging area holds its mean (entries spread evenly over the window's wnb buckets)
+    plus 8 standard deviations and 16, as bucket_runs sizes a run, and never more than its runs
+    hold together (a bin fuller than that has a run that overflows in the one-pass sort too). A
+    fuller bin sets the overflow flag, and msm.py sorts the exact way."""
+    half = 1 << (c - 1)
+    fb = max(0, (c - 1) - 8)  # at most THREADS = 2^8 coarse bins
+    if 1 << fb > FINE_MAX:
+        return None
+    out = []
+    for cap, nb in zip(wcap.tolist(), wnb.tolist()):
+        nb = min(int(nb), half)
+        per = min(1 << fb, nb)  # buckets with runs in a full bin
+        mean = m * per / max(nb, 1)
+        bincap = min(int(mean + 8 * mean ** 0.5 + 16), per * int(cap))
+        out.append(WindowPlan(fb, -(-nb // (1 << fb)), bincap))
+    return out
+
+
+def staging_bytes(plans: list[WindowPlan]) -> int:
+    """Device bytes of the staging buffer (one window's at a time, reused): 8 an entry."""
+    return 8 * max((p.nbins * p.bincap for p in plans), default=0)
+
+
+def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wcap: np.ndarray, wnb: np.ndarray,
+                 count: Any, sorted_: Any, overflow: Any) -> bool:
+    """msm_scatter_runs_w's work in two passes a window: sorted_ (the runs of msm.bucket_runs'
+    layout), count (zeros before: every entry counted after) and overflow (set when a run, a
+    bin's staging area, or a bucket without a run would take an entry). False, with nothing
+    launched, where plan() declines (c > 22): the caller runs the one-pass kernel."""
+    cp = _cp()
+    plans = plan(m, c, wcap, wnb)
+    if plans is None:
+        return False
+    half = 1 << (c - 1)
+    tile = THREADS * _per_thread()
+    stage = cp.empty(max(2, staging_bytes(plans) // 4), dtype=cp.uint32)
+    fill = cp.empty(THREADS, dtype=cp.uint32)
+    bin_k = kernel("msm_g1", "msm_sort2_bin")
+    place_k = kernel("msm_g1", "msm_sort2_place")
+    for w, p in enumerate(plans):
+        fill.fill(0)
+        row = count[w * half:(w + 1) * half]
+        bin_k((-(-m // tile),), (THREADS,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(w), np.uint32(p.fb),
+                                            np.uint32(wnb[w]), np.uint32(p.bincap), fill, stage, row, overflow))
+        if p.nbins:  # a window without runs had every entry counted and flagged in pass 1
+            place_k((p.nbins,), (PLACE_THREADS,), (stage, fill, np.uint32(p.bincap), np.uint32(p.fb), np.uint32(wnb[w]),
+                                                    np.uint32(wbase[w]), np.uint32(wcap[w]), row, sorted_, overflow))
+    del stage, fill
+    return True
