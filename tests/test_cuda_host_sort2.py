@@ -205,7 +205,7 @@ def test_crowded_bucket_overflows(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPa
 
 
 def test_crowded_coarse_bin_overflows(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every bucket of window 0's first coarse bin a little under its run's length: no run
+    """Every bucket of window 0's first coarse bin well under its run's length: no run
     overflows, but the bin outgrows its staging area, so only the two-pass sort flags it (and
     msm.py sorts exactly); the counts stay whole."""
     rng = random.Random()
@@ -213,7 +213,11 @@ def test_crowded_coarse_bin_overflows(lib: ctypes.CDLL, monkeypatch: pytest.Monk
     lay = layout(m, c, -(-256 // c), R_MOD - 1)
     cap = int(lay[1][0])
     vals = [rng.randrange(R_MOD) for _ in range(m)]
-    crowd = [b + 1 for b in range(8) for _ in range(cap - 4)]  # window 0 digits 1..8: bin 0 of 8 buckets
+    # window 0 digits 1..8 (bin 0 of 8 buckets), each well under its run (which the random rest
+    # could push past its length otherwise: about 2.4 of them a bucket), together past the bin's room
+    crowd = [b + 1 for b in range(8) for _ in range(cap - 12)]
+    plans = msm_sort2.plan(m, c, lay[1], lay[2])
+    assert plans is not None and 8 * (cap - 12) > plans[0].bincap
     vals[: len(crowd)] = crowd
     assert check(lib, monkeypatch, vals, None, c, lay) == (False, True)
 
