@@ -24,7 +24,7 @@ void host_msm_sort2_bin(uint32_t blocks, uint32_t threads, int order, const uint
     static sort2::BinLane lanes[SORT2_THREADS];
     for (uint32_t bi = 0; bi < blocks; bi++) {
         const uint32_t blk = nth(bi, blocks, order);
-        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_clear(s, nth(t, SORT2_THREADS, order));
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_clear(a, s, nth(t, SORT2_THREADS, order));
         for (uint32_t t = 0; t < SORT2_THREADS; t++) {
             const uint32_t tid = nth(t, SORT2_THREADS, order);
             sort2::bin_digits(a, s, blk, tid, lanes[tid]);

@@ -61,6 +61,7 @@ struct BinArgs {
 };
 
 struct BinShared {  // pass 1's shared memory
+    uint32_t mw[8], am[8];            // the window's constants (Window)
     uint32_t cnt[SORT2_THREADS];      // entries of the tile per coarse bin
     uint32_t base[SORT2_THREADS];     // the bin's first reserved slot
     uint32_t scan[2][SORT2_THREADS];  // inclusive prefix sums of cnt (ping-pong)
@@ -72,36 +73,110 @@ struct BinLane {  // one thread's entries across pass 1's phases (registers on t
     uint32_t v[SORT2_PER], b[SORT2_PER], r[SORT2_PER];
 };
 
-// Phase 0: clear the bin counters.
-HD void bin_clear(BinShared& s, uint32_t tid) { s.cnt[tid] = 0; }
+// Window w's digit rule (digits.cuh: window_digit) with its per-window constants worked out once
+// a block, not once an entry: the carry into window w is 1 exactly when s mod 2^(wc) exceeds
+// M_w = sum_{i<w} 2^(ic + c - 1); mw holds M_w's words, am the masks of s mod 2^(wc). (Inlined
+// here, window_digit recomputed M_w for every entry: about 700 instructions an entry in SASS.)
+struct Window {
+    int c, limb, sh;  // window bits; the word and bit where the window starts
+    uint32_t mw[8], am[8];
+};
 
-// Phase 1: the thread's entries tile * TILE + k * THREADS + tid (coalesced loads); each digit's
-// bucket, and its rank among the tile's entries of its coarse bin. An entry whose bucket has no
-// run is counted and flagged here, as msm_scatter_runs_w does.
+// Word j (< 8) of M_w and of the mask of s mod 2^(wc).
+HD void window_word(int c, int w, int j, uint32_t* mw, uint32_t* am) {
+    const int off = w * c;
+    uint32_t mj = 0;
+    for (int i = 0; i < w; i++) {
+        const int pos = i * c + c - 1;
+        mj |= (pos >> 5) == j ? 1u << (pos & 31) : 0u;
+    }
+    *mw = mj;
+    *am = 32 * j + 32 <= off ? 0xffffffffu : 32 * j >= off ? 0u : (1u << (off - 32 * j)) - 1;
+}
+
+// The window's bits start in word LIMB (a template argument: with the word picked at run time
+// the compiler keeps the scalars in local memory and indexes them there).
+template <int LIMB>
+HD uint32_t digit(const Window& x, const uint32_t s[8], uint32_t* neg) {
+    int gt = 0, lt = 0;
+    UNROLL for (int j = 7; j >= 0; j--) {
+        const uint32_t a = s[j] & x.am[j];
+        if (!gt && !lt) {
+            gt = a > x.mw[j];
+            lt = a < x.mw[j];
+        }
+    }
+    const uint32_t lo = LIMB < 8 ? s[LIMB < 8 ? LIMB : 0] : 0u, hi = LIMB + 1 < 8 ? s[LIMB + 1 < 8 ? LIMB + 1 : 0] : 0u;
+    const uint32_t bits = (x.sh ? (lo >> x.sh) | (hi << (32 - x.sh)) : lo) & ((1u << x.c) - 1);
+    uint32_t carry = gt;
+    return signed_digit(bits, x.c, &carry, neg);
+}
+
+template <int LIMB>
+HD void digits(const Window& x, const uint32_t sc[SORT2_PER][8], uint32_t mag[SORT2_PER], uint32_t neg[SORT2_PER]) {
+    UNROLL for (int k = 0; k < SORT2_PER; k++) mag[k] = digit<LIMB>(x, sc[k], &neg[k]);
+}
+
+// Phase 0: clear the bin counters; threads 0..7 work out one word each of the window's constants.
+HD void bin_clear(const BinArgs& a, BinShared& s, uint32_t tid) {
+    s.cnt[tid] = 0;
+    if (tid < 8) window_word(a.c, a.w, (int)tid, &s.mw[tid], &s.am[tid]);
+}
+
+// Phase 1: the thread's entries tile * TILE + k * THREADS + tid (coalesced loads, all issued
+// before the first digit); each digit's bucket, and its rank among the tile's entries of its
+// coarse bin. An entry whose bucket has no run is counted and flagged here, as
+// msm_scatter_runs_w does.
 HD void bin_digits(const BinArgs& a, BinShared& s, uint32_t tile, uint32_t tid, BinLane& l) {
     const uint32_t first = tile * SORT2_TILE + tid;
-    uint32_t p[SORT2_PER];
+    uint32_t p[SORT2_PER], sc[SORT2_PER][8];
     UNROLL for (int k = 0; k < SORT2_PER; k++) {
         const uint32_t t = first + k * SORT2_THREADS;
         p[k] = t < a.m ? (a.idx ? a.idx[t] : t) : 0;
     }
     UNROLL for (int k = 0; k < SORT2_PER; k++) {
-        l.b[k] = SORT2_NONE;
-        if (first + k * SORT2_THREADS >= a.m) continue;
-        const uint4* q = reinterpret_cast<const uint4*>(a.canon + (uint64_t)p[k] * 8);
-        const uint4 x = q[0], y = q[1];
-        const uint32_t sc[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
-        uint32_t neg;
-        const uint32_t mag = window_digit(sc, a.c, a.w, &neg);
-        if (!mag) continue;
-        const uint32_t b = mag - 1;
+        if (first + k * SORT2_THREADS < a.m) {
+            const uint4* q = reinterpret_cast<const uint4*>(a.canon + (uint64_t)p[k] * 8);
+            const uint4 x = q[0], y = q[1];
+            sc[k][0] = x.x; sc[k][1] = x.y; sc[k][2] = x.z; sc[k][3] = x.w;
+            sc[k][4] = y.x; sc[k][5] = y.y; sc[k][6] = y.z; sc[k][7] = y.w;
+        } else {
+            UNROLL for (int i = 0; i < 8; i++) sc[k][i] = 0;  // digit 0: no entry
+        }
+    }
+    Window x;
+    x.c = a.c;
+    x.limb = (a.w * a.c) >> 5;
+    x.sh = (a.w * a.c) & 31;
+    UNROLL for (int j = 0; j < 8; j++) {
+        x.mw[j] = s.mw[j];
+        x.am[j] = s.am[j];
+    }
+    uint32_t mag[SORT2_PER], neg[SORT2_PER];
+    switch (x.limb) {  // the same for the whole grid
+        case 0: digits<0>(x, sc, mag, neg); break;
+        case 1: digits<1>(x, sc, mag, neg); break;
+        case 2: digits<2>(x, sc, mag, neg); break;
+        case 3: digits<3>(x, sc, mag, neg); break;
+        case 4: digits<4>(x, sc, mag, neg); break;
+        case 5: digits<5>(x, sc, mag, neg); break;
+        case 6: digits<6>(x, sc, mag, neg); break;
+        case 7: digits<7>(x, sc, mag, neg); break;
+        default: digits<8>(x, sc, mag, neg); break;  // past the scalar: its bits are 0
+    }
+    UNROLL for (int k = 0; k < SORT2_PER; k++) {
+        l.b[k] = mag[k] ? mag[k] - 1 : SORT2_NONE;
+        l.v[k] = p[k] | (neg[k] << 31);
+    }
+    UNROLL for (int k = 0; k < SORT2_PER; k++) {
+        const uint32_t b = l.b[k];
+        if (b == SORT2_NONE) continue;
         if (b >= a.nb) {
             add(&a.count[b], 1u);
             *a.overflow = 1;
+            l.b[k] = SORT2_NONE;
             continue;
         }
-        l.b[k] = b;
-        l.v[k] = p[k] | (neg << 31);
         l.r[k] = add(&s.cnt[b >> a.fb], 1u);
     }
 }
@@ -226,7 +301,7 @@ __global__ void __launch_bounds__(SORT2_THREADS) msm_sort2_bin(const uint32_t* c
     const sort2::BinArgs a{canon, idx, m, c, w, fb, nb, bincap, fill, stage, count, overflow};
     const uint32_t tid = threadIdx.x;
     sort2::BinLane l;
-    sort2::bin_clear(s, tid);
+    sort2::bin_clear(a, s, tid);
     __syncthreads();
     sort2::bin_digits(a, s, blockIdx.x, tid, l);
     __syncthreads();
