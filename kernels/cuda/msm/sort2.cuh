@@ -17,6 +17,13 @@
 // run full sets *overflow in pass 2. So a window without overflow holds in each run exactly the
 // bucket's entries, as msm_scatter_runs_w's; the order within a run differs (it does not matter:
 // a bucket's sum does not depend on it).
+// Pass 2 stores each entry straight into its run. Grouping a chunk of the bin's entries by fine
+// bucket in shared memory first would write a bucket's new entries together only if a chunk held
+// several entries a bucket; with 8192 fine buckets and the 16 KB of shared memory left beside the
+// counters (4096 entries) a chunk holds half an entry a bucket, so it would add a pass over shared
+// memory and save no stores. What pass 2 gains over msm_scatter_runs_w is that its atomics are
+// shared ones; its stores are as scattered (within the bin's runs, 7.7 MB at H's 2^28 entries a
+// window).
 // Written as per-thread phases between barriers, so that host_sort2.cpp runs the same code block
 // by block, thread by thread (tests/test_cuda_host_sort2.py).
 #pragma once
