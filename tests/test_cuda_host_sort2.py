@@ -249,6 +249,19 @@ def test_plan() -> None:
     assert tiny == [msm_sort2.WindowPlan(0, 8, 3)]  # never more room than the bin's runs
 
 
+def test_declines_wide_windows_without_launching(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
+    """c = 23: a coarse bin would have 2^14 fine buckets, more than pass 2's shared counters, so
+    scatter_runs launches nothing and says so (msm.py then runs the one-pass kernel)."""
+    launches = fake_device(monkeypatch, lib, random.Random())
+    one = np.ones(1, np.uint32)
+    assert not msm_sort2.scatter_runs(words([5]), np.uint64(0), 1, 23, one * 0, one * 20, one * 8, np.zeros(1 << 22, np.uint32),
+                                      np.zeros(200, np.uint32), np.zeros(1, np.uint32))
+    assert launches == []
+    assert msm_sort2.scatter_runs(words([5]), np.uint64(0), 1, 22, one * 0, one * 20, one * 8, np.zeros(1 << 21, np.uint32),
+                                  np.zeros(200, np.uint32), np.zeros(1, np.uint32))
+    assert launches == ["msm_sort2_bin", "msm_sort2_place"]
+
+
 def test_a_wrong_entry_is_seen(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison is not vacuous: one entry's sign flipped in a run, or one entry lost from a
     count, no longer matches the model."""

@@ -29,13 +29,20 @@ from kernels.cuda.stream import cupy_module as _cp
 SORT_TWO_PASS = os.environ.get("SEALTOP_SORT_TWO_PASS", "0") == "1"
 THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SORT2_THREADS)
 FINE_MAX = 8192  # fine buckets a coarse bin at most (pass 2's shared counters)
-PLACE_THREADS = 1024  # pass 2's block (SORT2_PLACE_THREADS)
 
 
 def _per_thread() -> int:
+    """Pass 1's entries a thread (sort2.cuh's build define SORT2_PER)."""
     from kernels.cuda.msm import _define
 
     return _define("SORT2_PER", 8)
+
+
+def _place_threads() -> int:
+    """Pass 2's block (the build define SORT2_PLACE_THREADS, its launch bounds)."""
+    from kernels.cuda.msm import _define
+
+    return _define("SORT2_PLACE_THREADS", 1024)
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,7 @@ def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wc
         bin_k((-(-m // tile),), (THREADS,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(w), np.uint32(p.fb),
                                             np.uint32(wnb[w]), np.uint32(p.bincap), fill, stage, row, overflow))
         if p.nbins:  # a window without runs had every entry counted and flagged in pass 1
-            place_k((p.nbins,), (PLACE_THREADS,), (stage, fill, np.uint32(p.bincap), np.uint32(p.fb), np.uint32(wnb[w]),
+            place_k((p.nbins,), (_place_threads(),), (stage, fill, np.uint32(p.bincap), np.uint32(p.fb), np.uint32(wnb[w]),
                                                     np.uint32(wbase[w]), np.uint32(wcap[w]), row, sorted_, overflow))
     del stage, fill
     return True

@@ -266,7 +266,8 @@ HD void place_entries(const PlaceArgs& a, uint32_t* cnt, uint32_t bin, uint32_t 
             b[k] = SORT2_NONE;
             if (i < n) {
 #ifdef __CUDACC__
-                const uint2 e = *reinterpret_cast<const uint2*>(st + 2 * (uint64_t)i);
+                // read once: evict-first, so that the runs' partly written lines keep L2's room
+                const uint2 e = __ldcs(reinterpret_cast<const uint2*>(st) + i);
                 v[k] = e.x;
                 b[k] = e.y;
 #else
