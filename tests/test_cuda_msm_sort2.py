@@ -117,22 +117,21 @@ def _run_sets(count: Any, sorted_: Any, c: int, lay: tuple[np.ndarray, np.ndarra
 
 @pytest.mark.parametrize("c,bits,m,with_idx", [(22, 127, 1 << 22, False), (22, 127, 3 << 20, True), (20, 254, 1 << 21, False)])
 def test_kernels_same_runs_and_counts(c: int, bits: int, m: int, with_idx: bool) -> None:
-    """Random scalars (GLV halves below 2^127 and the largest, GLV_BOUND; or below 2^254 < r), a
-    tail that ends mid-tile, an index list that skips and repeats: identical count[], the same
-    entries in every run."""
+    """Random scalars below 2^bits (GLV-like halves of 127 bits, or 254 < log2 r), the largest
+    among them; a tail that ends mid-tile; an index list that skips and repeats: identical
+    count[], the same entries in every run. The runs are sized for 2^bits - 1 (sized for a
+    larger bound, the top window's buckets would get more than their mean)."""
     import cupy as cp
 
-    from kernels.cuda.glv import GLV_BITS, GLV_BOUND
+    from kernels.cuda.glv import GLV_BITS
 
     rows = m + 777
     canon = _random_canon(rows, bits)
-    glv = bits == 127
-    if glv:
-        canon[0, :2] = cp.asarray(np.array([GLV_BOUND & (2**64 - 1), GLV_BOUND >> 64], np.uint64))
+    bound = (1 << bits) - 1
+    canon[0] = cp.asarray(np.frombuffer(bound.to_bytes(32, "little"), "<u8").copy())
     idx = cp.random.randint(0, rows, size=m, dtype=cp.int64).astype(cp.uint32) if with_idx else None
     n_entries = m if with_idx else rows
-    nwin = -(-(GLV_BITS if glv else 256) // c)
-    bound = GLV_BOUND if glv else R_MOD - 1
+    nwin = -(-(GLV_BITS if bits == 127 else 256) // c)
     lay = _unbounded_runs(n_entries, c, nwin, bound)
     (c1, s1, o1), (c2, s2, o2) = _sort_both(canon, idx, n_entries, c, lay)
     assert o1 == 0 and o2 == 0
