@@ -31,17 +31,24 @@ THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SO
 FINE_MAX = 8192  # fine buckets a coarse bin at most (pass 2's shared counters)
 
 
+def _define(name: str, default: int) -> int:
+    """A build define's value from SEALTOP_CUDA_DEFINES (module.OPTIONS), else the default (as
+    msm.py reads its own; msm.py imports this module, so not from there)."""
+    from kernels.cuda.module import OPTIONS
+
+    for opt in OPTIONS:
+        if opt.startswith(f"-D{name}="):
+            return int(opt.split("=", 1)[1])
+    return default
+
+
 def _per_thread() -> int:
     """Pass 1's entries a thread (sort2.cuh's build define SORT2_PER)."""
-    from kernels.cuda.msm import _define
-
     return _define("SORT2_PER", 8)
 
 
 def _place_threads() -> int:
     """Pass 2's block (the build define SORT2_PLACE_THREADS, its launch bounds)."""
-    from kernels.cuda.msm import _define
-
     return _define("SORT2_PLACE_THREADS", 1024)
 
 

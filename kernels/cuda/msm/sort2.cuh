@@ -82,8 +82,9 @@ struct BinLane {  // one thread's entries across pass 1's phases (registers on t
 
 // Window w's digit rule (digits.cuh: window_digit) with its per-window constants worked out once
 // a block, not once an entry: the carry into window w is 1 exactly when s mod 2^(wc) exceeds
-// M_w = sum_{i<w} 2^(ic + c - 1); mw holds M_w's words, am the masks of s mod 2^(wc). (Inlined
-// here, window_digit recomputed M_w for every entry: about 700 instructions an entry in SASS.)
+// M_w = sum_{i<w} 2^(ic + c - 1); mw holds M_w's words, am the masks of s mod 2^(wc). (With
+// window_digit inlined for each entry, this kernel's first version ran about 700 instructions
+// an entry in SASS, its scalars in local memory.)
 struct Window {
     int c, limb, sh;  // window bits; the word and bit where the window starts
     uint32_t mw[8], am[8];
