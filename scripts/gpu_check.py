@@ -19,7 +19,8 @@ items in their natural order, 'msm_g1_sortw=26:16,20' with the sort one window p
 accumulation at each size (one set of points, made once; G1 over its endomorphism table, so 2^27
 is GLV-split as in a proof), and 'msm_g1_accw=batch:27:20,22' one accumulation with several
 windows; 'msm_g1_sort2=26,27' times G1 over its endomorphism table with the one-pass sort into
-runs and with the two-pass one (kernels/cuda/msm_sort2.py), each total and its 'sort' phase.
+runs and with the two-pass one (kernels/cuda/msm_sort2.py; pass 1 for 1, 2 and 3 windows at a
+time), each total and its 'sort' phase.
 """
 
 from __future__ import annotations
@@ -93,27 +94,36 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
 
 def bench_sort2(lgs: list[int], repeat: int, log: Tee, rows: list[dict[str, Any]]) -> None:
     """G1 over its endomorphism table (GLV-split from msm.GLV_MIN_TAIL on, as H's), at each size
-    with the one-pass sort into runs and then the two-pass one: the total and the 'sort' phase."""
+    with the one-pass sort into runs and then the two-pass one with pass 1 for 1, 2 and 3 windows
+    at a time (msm_sort2.WINDOWS_PER_PASS): each total and its 'sort' phase."""
     import cupy as cp
 
+    from kernels.cuda import msm_sort2
     from kernels.cuda.bench import bench_msm, distinct_points_device
     from kernels.cuda.msm import endo_table
 
     ext = endo_table(distinct_points_device("g1", 1 << max(lgs)))
     pts = ext[: ext.shape[0] // 2]
+    default = msm_sort2.WINDOWS_PER_PASS
     for lg in lgs:
         got = {}
-        for two in (False, True):
-            r = bench_msm("g1", lg, repeat, points=pts, endo=ext, sort_runs=True, sort_two_pass=two)
-            r["sort_two_pass"] = two
-            got[two] = r
+        for per in (0, 1, 2, 3):  # 0: the one-pass sort; else the two passes, pass 1 for `per` windows at a time
+            msm_sort2.WINDOWS_PER_PASS = per or default
+            try:
+                r = bench_msm("g1", lg, repeat, points=pts, endo=ext, sort_runs=True, sort_two_pass=per > 0)
+            finally:
+                msm_sort2.WINDOWS_PER_PASS = default
+            r["sort2_windows"] = per
+            got[per] = r
             ph = r.get("phases_ms") or {}
-            log(f"G1 MSM 2^{lg}{' GLV' if r['glv'] else ''} window {r['window']}, sort {r['sort']}: {r['ms']:.2f} ms; "
+            what = f"two passes, {per} window(s) a pass 1" if per else "one pass"
+            log(f"G1 MSM 2^{lg}{' GLV' if r['glv'] else ''} window {r['window']}, {what} (sort {r['sort']}): {r['ms']:.2f} ms; "
                 f"sort phase {ph.get('sort', float('nan')):.2f} ms; phases {ph}")
             rows.append(r)
-        one, two_r = (got[k].get("phases_ms", {}).get("sort", float("nan")) for k in (False, True))
-        log(f"G1 MSM 2^{lg} sort into runs: one pass {one:.2f} ms, two passes {two_r:.2f} ms; "
-            f"totals {got[False]['ms']:.2f} against {got[True]['ms']:.2f} ms")
+        sorts = {k: v.get("phases_ms", {}).get("sort", float("nan")) for k, v in got.items()}
+        log(f"G1 MSM 2^{lg} sort into runs: one pass {sorts[0]:.2f} ms, two passes {sorts[1]:.2f} / {sorts[2]:.2f} / "
+            f"{sorts[3]:.2f} ms (1 / 2 / 3 windows a pass 1); totals {got[0]['ms']:.2f} against "
+            f"{got[1]['ms']:.2f} / {got[2]['ms']:.2f} / {got[3]['ms']:.2f} ms")
     del pts, ext
     cp.get_default_memory_pool().free_all_blocks()
 

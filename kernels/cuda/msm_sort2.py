@@ -27,6 +27,11 @@ from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
 
 SORT_TWO_PASS = os.environ.get("SEALTOP_SORT_TWO_PASS", "0") == "1"
+# Windows whose pass 1 shares one launch (SEALTOP_SORT2_WINDOWS): the blocks of one tile for each
+# of them run side by side, so each scalar comes from DRAM once for all of them (pass 1 reads a
+# window's 32-byte scalars, 8.6 GB at H's 2^28 entries, and writes 2.1 GB), at one staging
+# area (8 bytes an entry) each. Not measured yet: gpu_check's msm_g1_sort2 times 1, 2 and 3.
+WINDOWS_PER_PASS = int(os.environ.get("SEALTOP_SORT2_WINDOWS", "2"))
 THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SORT2_THREADS)
 FINE_MAX = 8192  # fine buckets a coarse bin at most (pass 2's shared counters)
 
@@ -85,34 +90,44 @@ def plan(m: int, c: int, wcap: np.ndarray, wnb: np.ndarray) -> list[WindowPlan] 
     return out
 
 
-def staging_bytes(plans: list[WindowPlan]) -> int:
-    """Device bytes of the staging buffer (one window's at a time, reused): 8 an entry."""
-    return 8 * max((p.nbins * p.bincap for p in plans), default=0)
+def staging_bytes(plans: list[WindowPlan], windows: int = 1) -> int:
+    """Device bytes of the staging buffer for ``windows`` windows at a time (reused by the next
+    ones): 8 an entry, each window's area as large as the largest."""
+    return 8 * windows * max((p.nbins * p.bincap for p in plans), default=0)
 
 
 def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wcap: np.ndarray, wnb: np.ndarray,
-                 count: Any, sorted_: Any, overflow: Any) -> bool:
-    """msm_scatter_runs_w's work in two passes a window: sorted_ (the runs of msm.bucket_runs'
-    layout), count (zeros before: every entry counted after) and overflow (set when a run, a
-    bin's staging area, or a bucket without a run would take an entry). False, with nothing
+                 count: Any, sorted_: Any, overflow: Any, windows: int | None = None) -> bool:
+    """msm_scatter_runs_w's work in two passes: sorted_ (the runs of msm.bucket_runs' layout),
+    count (zeros before: every entry counted after) and overflow (set when a run, a bin's
+    staging area, or a bucket without a run would take an entry); pass 1 for ``windows``
+    (WINDOWS_PER_PASS) windows at a time, then pass 2 for each of them. False, with nothing
     launched, where plan() declines (c > 22): the caller runs the one-pass kernel."""
     cp = _cp()
     plans = plan(m, c, wcap, wnb)
     if plans is None:
         return False
-    half = 1 << (c - 1)
-    tile = THREADS * _per_thread()
-    stage = cp.empty(max(2, staging_bytes(plans) // 4), dtype=cp.uint32)
-    fill = cp.empty(THREADS, dtype=cp.uint32)
+    nwin, half = len(plans), 1 << (c - 1)
+    per = max(1, min(windows or WINDOWS_PER_PASS, nwin))
+    tiles = -(-m // (THREADS * _per_thread()))
+    stride = max(2, staging_bytes(plans) // 4)  # uint32 words of one window's staging area
+    stage = cp.empty(per * stride, dtype=cp.uint32)
+    fill = cp.empty(per * THREADS, dtype=cp.uint32)
+    d_wnb = cp.asarray(np.asarray(wnb, np.uint32))
+    d_bincap = cp.asarray(np.array([p.bincap for p in plans], np.uint32))
+    fb = plans[0].fb
     bin_k = kernel("msm_g1", "msm_sort2_bin")
     place_k = kernel("msm_g1", "msm_sort2_place")
-    for w, p in enumerate(plans):
+    for w0 in range(0, nwin, per):
+        nw = min(per, nwin - w0)
         fill.fill(0)
-        row = count[w * half:(w + 1) * half]
-        bin_k((-(-m // tile),), (THREADS,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(w), np.uint32(p.fb),
-                                            np.uint32(wnb[w]), np.uint32(p.bincap), fill, stage, row, overflow))
-        if p.nbins:  # a window without runs had every entry counted and flagged in pass 1
-            place_k((p.nbins,), (_place_threads(),), (stage, fill, np.uint32(p.bincap), np.uint32(p.fb), np.uint32(wnb[w]),
-                                                    np.uint32(wbase[w]), np.uint32(wcap[w]), row, sorted_, overflow))
-    del stage, fill
+        bin_k((tiles * nw,), (THREADS,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(w0), np.uint32(nw), np.uint32(fb),
+                                          d_wnb, d_bincap, fill, stage, np.uint64(stride), count, overflow))
+        for g in range(nw):
+            w, p = w0 + g, plans[w0 + g]
+            if p.nbins:  # a window without runs had every entry counted and flagged in pass 1
+                place_k((p.nbins,), (_place_threads(),), (
+                    stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap), np.uint32(p.fb), np.uint32(wnb[w]),
+                    np.uint32(wbase[w]), np.uint32(wcap[w]), count[w * half:(w + 1) * half], sorted_, overflow))
+    del stage, fill, d_wnb, d_bincap
     return True

@@ -35,6 +35,9 @@
 #define SORT2_PER 8  // entries a thread in pass 1
 #endif
 #define SORT2_TILE (SORT2_THREADS * SORT2_PER)
+#ifndef SORT2_BIN_MINB
+#define SORT2_BIN_MINB 3  // pass 1's blocks an SM: 80 registers at SORT2_PER 8 (106 unbounded), no spills
+#endif
 #define SORT2_FINE_MAX 8192  // fine buckets a coarse bin at most: pass 2's shared counters (32 KB)
 #ifndef SORT2_PLACE_THREADS
 #define SORT2_PLACE_THREADS 1024
@@ -66,6 +69,15 @@ struct BinArgs {
     uint32_t* count;        // the window's counters: count[b] (b < 2^(c-1))
     uint32_t* overflow;
 };
+
+// Window w0 + g's arguments in a pass over windows w0 .. (see msm_sort2_bin).
+HD BinArgs bin_args(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, int w0, uint32_t g, uint32_t fb,
+                    const uint32_t* wnb, const uint32_t* wbincap, uint32_t* fill, uint32_t* stage, uint64_t stride,
+                    uint32_t* count, uint32_t* overflow) {
+    const int w = w0 + (int)g;
+    return BinArgs{canon, idx, m, c, w, fb, wnb[w], wbincap[w], fill + g * SORT2_THREADS, stage + g * stride,
+                   count + ((uint64_t)w << (c - 1)), overflow};
+}
 
 struct BinShared {  // pass 1's shared memory
     uint32_t mw[8], am[8];            // the window's constants (Window)
@@ -301,18 +313,22 @@ HD void place_counts(const PlaceArgs& a, const uint32_t* cnt, uint32_t bin, uint
 #if defined(__CUDACC__) && defined(MSM_GENERIC_KERNELS)
 extern "C" {
 
-// Pass 1 for window w: one block a tile of SORT2_TILE entries. count is the window's row.
-__global__ void __launch_bounds__(SORT2_THREADS) msm_sort2_bin(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c,
-                                                              int w, uint32_t fb, uint32_t nb, uint32_t bincap,
-                                                              uint32_t* fill, uint32_t* stage, uint32_t* count,
-                                                              uint32_t* overflow) {
+// Pass 1 for windows w0 .. w0 + nw - 1: block b takes tile b / nw of window w0 + b % nw (the
+// blocks of one tile run side by side, so the scalars they share come from L2 after the first),
+// with that window's counters (count + w 2^(c-1)), staging area (stage + (b % nw) stride) and
+// fill counters (fill + (b % nw) SORT2_THREADS); wnb and wbincap indexed by window.
+__global__ void __launch_bounds__(SORT2_THREADS, SORT2_BIN_MINB) msm_sort2_bin(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c,
+                                                              int w0, uint32_t nw, uint32_t fb, const uint32_t* wnb,
+                                                              const uint32_t* wbincap, uint32_t* fill, uint32_t* stage,
+                                                              uint64_t stride, uint32_t* count, uint32_t* overflow) {
     __shared__ sort2::BinShared s;
-    const sort2::BinArgs a{canon, idx, m, c, w, fb, nb, bincap, fill, stage, count, overflow};
+    const uint32_t g = blockIdx.x % nw, tile = blockIdx.x / nw;
+    const sort2::BinArgs a = sort2::bin_args(canon, idx, m, c, w0, g, fb, wnb, wbincap, fill, stage, stride, count, overflow);
     const uint32_t tid = threadIdx.x;
     sort2::BinLane l;
     sort2::bin_clear(a, s, tid);
     __syncthreads();
-    sort2::bin_digits(a, s, blockIdx.x, tid, l);
+    sort2::bin_digits(a, s, tile, tid, l);
     __syncthreads();
     sort2::bin_reserve(a, s, tid);
     __syncthreads();
