@@ -239,25 +239,30 @@ def test_buckets_without_runs(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_plan() -> None:
-    wcap = np.array([234] * 5 + [300], np.uint32)
+    wcap = np.array([234] * 5 + [1849], np.uint32)  # msm.bucket_runs' at H's 2^28 entries
     wnb = np.array([1 << 21] * 5 + [(GLV_BOUND >> 110) + 1], np.uint32)
     plans = msm_sort2.plan(1 << 28, 22, wcap, wnb)
     assert plans is not None
-    assert [p.fb for p in plans] == [13] * 6 and [p.nbins for p in plans] == [256] * 5 + [-(-int(wnb[5]) // 8192)]
+    top = int(wnb[5])  # 176,407 buckets: 173 bins of 1024 (bins of 8192 would make 22)
+    assert [p.fb for p in plans] == [13] * 5 + [10] and [p.nbins for p in plans] == [256] * 5 + [-(-top // 1024)] == [256] * 5 + [173]
     mean = (1 << 28) / 256
     assert mean < plans[0].bincap < mean * 1.01
+    assert (1 << 28) * 1024 / top < plans[5].bincap < (1 << 28) * 1024 / top * 1.01
     assert msm_sort2.staging_bytes(plans) < 2.2e9
-    assert msm_sort2.plan(1000, 23, wcap, wnb) is None  # 2^14 fine buckets a bin: the one-pass kernel
+    wide = np.array([1 << 22], np.uint32)  # c = 23: 2^14 fine buckets a bin, the one-pass kernel's
+    assert msm_sort2.plan(1000, 23, wcap[:1], wide) is None
+    assert msm_sort2.plan(1000, 23, wcap[:1], wide - (1 << 21)) is not None  # a top window of 2^21
     tiny = msm_sort2.plan(1 << 20, 4, np.array([3], np.uint32), np.array([8], np.uint32))
     assert tiny == [msm_sort2.WindowPlan(0, 8, 3)]  # never more room than the bin's runs
 
 
 def test_declines_wide_windows_without_launching(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
-    """c = 23: a coarse bin would have 2^14 fine buckets, more than pass 2's shared counters, so
-    scatter_runs launches nothing and says so (msm.py then runs the one-pass kernel)."""
+    """c = 23 with runs for all 2^22 buckets: a coarse bin would have 2^14 fine buckets, more than
+    pass 2's shared counters, so scatter_runs launches nothing and says so (msm.py then runs the
+    one-pass kernel)."""
     launches = fake_device(monkeypatch, lib, random.Random())
     one = np.ones(1, np.uint32)
-    assert not msm_sort2.scatter_runs(words([5]), np.uint64(0), 1, 23, one * 0, one * 20, one * 8, np.zeros(1 << 22, np.uint32),
+    assert not msm_sort2.scatter_runs(words([5]), np.uint64(0), 1, 23, one * 0, one * 20, one << 22, np.zeros(1 << 22, np.uint32),
                                       np.zeros(200, np.uint32), np.zeros(1, np.uint32))
     assert launches == []
     assert msm_sort2.scatter_runs(words([5]), np.uint64(0), 1, 22, one * 0, one * 20, one * 8, np.zeros(1 << 21, np.uint32),

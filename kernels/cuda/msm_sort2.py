@@ -12,7 +12,10 @@ store to a random address per entry; on the H200 (H's MSM at porep-32g, 1.6 G en
          counters, one store an entry into the run, and the bin's counts into count[].
 The layout (msm.bucket_runs, msm.run_offsets), count[] and the overflow rule are
 msm_scatter_runs_w's, so msm.py goes on the same way after either. SORT_TWO_PASS (environment
-SEALTOP_SORT_TWO_PASS=1) picks it; msm()'s sort_two_pass per call.
+SEALTOP_SORT_TWO_PASS=1) picks it; msm()'s sort_two_pass per call. Device memory beyond the
+one-pass sort's: the staging areas, 8 bytes an entry of a window (plus the bins' margins) for
+each of WINDOWS_PER_PASS windows, reused window group after group: at H's 2^28 entries 2.16 GB
+a window, 4.3 GB with the default 2. Not measured yet (scripts/gpu_check.py: msm_g1_sort2).
 """
 
 from __future__ import annotations
@@ -70,19 +73,24 @@ class WindowPlan:
 def plan(m: int, c: int, wcap: np.ndarray, wnb: np.ndarray) -> list[WindowPlan] | None:
     """Each window's bins for m entries in c-bit windows with msm.bucket_runs' run lengths wcap
     and buckets with runs wnb; None where the fine buckets of a bin would not fit pass 2's shared
-    counters (c > 22).
+    counters (a window with runs for more than 2^21 buckets, as c > 22 makes).
+
+    A window's buckets with runs split into at most THREADS = 256 bins of 2^fb buckets, fb as
+    small as that allows: so a top window with few buckets still has about 256 bins, and pass 2
+    as many blocks (at H's 2^28 entries its 176,407 buckets make 173 bins of 1024, where bins of
+    8192 would leave 22 blocks of 12.5 M entries each).
 
     A bin's staging area holds its mean (entries spread evenly over the window's wnb buckets)
     plus 8 standard deviations and 16, as bucket_runs sizes a run, and never more than its runs
     hold together (a bin fuller than that has a run that overflows in the one-pass sort too). A
     fuller bin sets the overflow flag, and msm.py sorts the exact way."""
     half = 1 << (c - 1)
-    fb = max(0, (c - 1) - 8)  # at most THREADS = 2^8 coarse bins
-    if 1 << fb > FINE_MAX:
-        return None
     out = []
     for cap, nb in zip(wcap.tolist(), wnb.tolist()):
         nb = min(int(nb), half)
+        fb = max(0, (nb - 1).bit_length() - 8)  # at most THREADS = 2^8 coarse bins
+        if 1 << fb > FINE_MAX:
+            return None
         per = min(1 << fb, nb)  # buckets with runs in a full bin
         mean = m * per / max(nb, 1)
         bincap = min(int(mean + 8 * mean ** 0.5 + 16), per * int(cap))
@@ -102,7 +110,8 @@ def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wc
     count (zeros before: every entry counted after) and overflow (set when a run, a bin's
     staging area, or a bucket without a run would take an entry); pass 1 for ``windows``
     (WINDOWS_PER_PASS) windows at a time, then pass 2 for each of them. False, with nothing
-    launched, where plan() declines (c > 22): the caller runs the one-pass kernel."""
+    launched, where plan() declines (more than 2^21 buckets with runs in a window, c > 22): the
+    caller runs the one-pass kernel."""
     cp = _cp()
     plans = plan(m, c, wcap, wnb)
     if plans is None:
@@ -114,20 +123,19 @@ def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wc
     stage = cp.empty(per * stride, dtype=cp.uint32)
     fill = cp.empty(per * THREADS, dtype=cp.uint32)
     d_wnb = cp.asarray(np.asarray(wnb, np.uint32))
-    d_bincap = cp.asarray(np.array([p.bincap for p in plans], np.uint32))
-    fb = plans[0].fb
+    d_plan = cp.asarray(np.array([(p.bincap, p.fb) for p in plans], np.uint32).reshape(-1))
     bin_k = kernel("msm_g1", "msm_sort2_bin")
     place_k = kernel("msm_g1", "msm_sort2_place")
     for w0 in range(0, nwin, per):
         nw = min(per, nwin - w0)
         fill.fill(0)
-        bin_k((tiles * nw,), (THREADS,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(w0), np.uint32(nw), np.uint32(fb),
-                                          d_wnb, d_bincap, fill, stage, np.uint64(stride), count, overflow))
+        bin_k((tiles * nw,), (THREADS,), (canon, idx_arg, np.uint32(m), np.int32(c), np.int32(w0), np.uint32(nw), d_wnb,
+                                          d_plan, fill, stage, np.uint64(stride), count, overflow))
         for g in range(nw):
             w, p = w0 + g, plans[w0 + g]
             if p.nbins:  # a window without runs had every entry counted and flagged in pass 1
                 place_k((p.nbins,), (_place_threads(),), (
                     stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap), np.uint32(p.fb), np.uint32(wnb[w]),
                     np.uint32(wbase[w]), np.uint32(wcap[w]), count[w * half:(w + 1) * half], sorted_, overflow))
-    del stage, fill, d_wnb, d_bincap
+    del stage, fill, d_wnb, d_plan
     return True

@@ -16,14 +16,14 @@ static uint32_t nth(uint32_t i, uint32_t n, int order) {
 
 extern "C" {
 void host_msm_sort2_bin(uint32_t blocks, uint32_t threads, int order, const uint32_t* canon, const uint32_t* idx, uint32_t m,
-                        int c, int w0, uint32_t nw, uint32_t fb, const uint32_t* wnb, const uint32_t* wbincap, uint32_t* fill,
+                        int c, int w0, uint32_t nw, const uint32_t* wnb, const uint32_t* wplan, uint32_t* fill,
                         uint32_t* stage, uint64_t stride, uint32_t* count, uint32_t* overflow) {
     if (threads != SORT2_THREADS) return;  // the kernel's block is fixed: a wrong launch leaves no entries
     static sort2::BinShared s;
     static sort2::BinLane lanes[SORT2_THREADS];
     for (uint32_t bi = 0; bi < blocks; bi++) {
         const uint32_t blk = nth(bi, blocks, order), g = blk % nw, tile = blk / nw;
-        const sort2::BinArgs a = sort2::bin_args(canon, idx, m, c, w0, g, fb, wnb, wbincap, fill, stage, stride, count, overflow);
+        const sort2::BinArgs a = sort2::bin_args(canon, idx, m, c, w0, g, wnb, wplan, fill, stage, stride, count, overflow);
         for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_clear(a, s, nth(t, SORT2_THREADS, order));
         for (uint32_t t = 0; t < SORT2_THREADS; t++) {
             const uint32_t tid = nth(t, SORT2_THREADS, order);

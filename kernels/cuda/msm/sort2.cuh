@@ -71,11 +71,11 @@ struct BinArgs {
 };
 
 // Window w0 + g's arguments in a pass over windows w0 .. (see msm_sort2_bin).
-HD BinArgs bin_args(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, int w0, uint32_t g, uint32_t fb,
-                    const uint32_t* wnb, const uint32_t* wbincap, uint32_t* fill, uint32_t* stage, uint64_t stride,
-                    uint32_t* count, uint32_t* overflow) {
+HD BinArgs bin_args(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, int w0, uint32_t g, const uint32_t* wnb,
+                    const uint32_t* wplan, uint32_t* fill, uint32_t* stage, uint64_t stride, uint32_t* count,
+                    uint32_t* overflow) {
     const int w = w0 + (int)g;
-    return BinArgs{canon, idx, m, c, w, fb, wnb[w], wbincap[w], fill + g * SORT2_THREADS, stage + g * stride,
+    return BinArgs{canon, idx, m, c, w, wplan[2 * w + 1], wnb[w], wplan[2 * w], fill + g * SORT2_THREADS, stage + g * stride,
                    count + ((uint64_t)w << (c - 1)), overflow};
 }
 
@@ -316,14 +316,15 @@ extern "C" {
 // Pass 1 for windows w0 .. w0 + nw - 1: block b takes tile b / nw of window w0 + b % nw (the
 // blocks of one tile run side by side, so the scalars they share come from L2 after the first),
 // with that window's counters (count + w 2^(c-1)), staging area (stage + (b % nw) stride) and
-// fill counters (fill + (b % nw) SORT2_THREADS); wnb and wbincap indexed by window.
+// fill counters (fill + (b % nw) SORT2_THREADS); wnb[w] its buckets with runs, wplan[2 w] and
+// wplan[2 w + 1] its bins' capacity and fine bits (msm_sort2.plan).
 __global__ void __launch_bounds__(SORT2_THREADS, SORT2_BIN_MINB) msm_sort2_bin(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c,
-                                                              int w0, uint32_t nw, uint32_t fb, const uint32_t* wnb,
-                                                              const uint32_t* wbincap, uint32_t* fill, uint32_t* stage,
+                                                              int w0, uint32_t nw, const uint32_t* wnb,
+                                                              const uint32_t* wplan, uint32_t* fill, uint32_t* stage,
                                                               uint64_t stride, uint32_t* count, uint32_t* overflow) {
     __shared__ sort2::BinShared s;
     const uint32_t g = blockIdx.x % nw, tile = blockIdx.x / nw;
-    const sort2::BinArgs a = sort2::bin_args(canon, idx, m, c, w0, g, fb, wnb, wbincap, fill, stage, stride, count, overflow);
+    const sort2::BinArgs a = sort2::bin_args(canon, idx, m, c, w0, g, wnb, wplan, fill, stage, stride, count, overflow);
     const uint32_t tid = threadIdx.x;
     sort2::BinLane l;
     sort2::bin_clear(a, s, tid);
