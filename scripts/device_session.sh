@@ -28,6 +28,9 @@
 #   variant_tests  $VARIANT_TESTS (default tests/test_cuda_msm_batch.py) under each build variant in $VARIANTS
 #   rounds_tests   the "rounds" accumulation's GPU tests (tests/test_cuda_msm_rounds.py) and its
 #                  host-built ones (time it with KERNELS_BENCH="msm_g1_acc=xyzz,rounds,rounds3:24,27")
+#   sort2_tests    the two-pass sort into runs (kernels/cuda/msm_sort2.py): its GPU tests
+#                  (tests/test_cuda_msm_sort2.py), its host-built ones and the one-pass runs test beside
+#                  them (time it with KERNELS_BENCH="msm_g1_sort2=26,27")
 #   ncu_msm        Nsight Compute (clocks left alone) on the two G1 accumulation kernels at 2^24:
 #                  XYZZ (window 16) and batch-affine (window 20); sections in $NCU_SECTIONS
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
@@ -122,6 +125,8 @@ for s in "$@"; do
         tests/test_cuda_host_inverse.py tests/test_cuda_msm.py tests/test_cuda_prove.py ;;
     rounds_tests) step rounds_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_rounds.py \
         tests/test_cuda_host_rounds.py ;;
+    sort2_tests) step sort2_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_sort2.py \
+        tests/test_cuda_host_sort2.py "tests/test_cuda_msm.py::test_sort_into_runs_matches_arkworks" ;;
     compare_batch) wait "${peer_pid:-0}" 2>/dev/null
       SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} step compare_batch 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
         --out "$work/compare_batch.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "" --reps 5 ;;

@@ -18,7 +18,9 @@ items in their natural order, 'msm_g1_sortw=26:16,20' with the sort one window p
 'msm_g1_acc=xyzz,batch,rounds,rounds3:24,27' times G1 (msm_g2_acc: G2) with each bucket
 accumulation at each size (one set of points, made once; G1 over its endomorphism table, so 2^27
 is GLV-split as in a proof), and 'msm_g1_accw=batch:27:20,22' one accumulation with several
-windows.
+windows; 'msm_g1_sort2=26,27' times G1 over its endomorphism table with the one-pass sort into
+runs and with the two-pass one (kernels/cuda/msm_sort2.py; pass 1 for 1, 2 and 3 windows at a
+time), each total and its 'sort' phase.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class Tee:
 
 # (group, accumulation, log2 size, window or None) for the msm_g*_acc and msm_g*_accw specs
 ACC_RUNS: list[tuple[str, str, int, int | None]] = []
+# log2 sizes for the msm_g1_sort2 spec
+SORT2_RUNS: list[int] = []
 
 
 def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[int]], dict[int, list[int]]]:
@@ -72,6 +76,8 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
         elif k in ("msm_g1_accw", "msm_g2_accw"):  # 'batch:27:20,22'
             mode, lg, ws = v.split(":")
             ACC_RUNS.extend((k[4:6], mode, int(lg), int(w)) for w in ws.split(","))
+        elif k == "msm_g1_sort2":  # '26,27': one-pass against two-pass sort into runs
+            SORT2_RUNS.extend(int(lg) for lg in v.split(",") if lg)
         elif k in ("msm_g1_windows", "msm_g1_items"):
             lg, _, ws = v.partition(":")
             (windows if k == "msm_g1_windows" else items)[int(lg)] = [int(w) for w in ws.split(",")]
@@ -84,6 +90,42 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
         else:
             sizes[k] = [int(x) for x in v.split(",") if x]
     return sizes, windows, items
+
+
+def bench_sort2(lgs: list[int], repeat: int, log: Tee, rows: list[dict[str, Any]]) -> None:
+    """G1 over its endomorphism table (GLV-split from msm.GLV_MIN_TAIL on, as H's), at each size
+    with the one-pass sort into runs and then the two-pass one with pass 1 for 1, 2 and 3 windows
+    at a time (msm_sort2.WINDOWS_PER_PASS): each total and its 'sort' phase."""
+    import cupy as cp
+
+    from kernels.cuda import msm_sort2
+    from kernels.cuda.bench import bench_msm, distinct_points_device
+    from kernels.cuda.msm import endo_table
+
+    ext = endo_table(distinct_points_device("g1", 1 << max(lgs)))
+    pts = ext[: ext.shape[0] // 2]
+    default = msm_sort2.WINDOWS_PER_PASS
+    for lg in lgs:
+        got = {}
+        for per in (0, 1, 2, 3):  # 0: the one-pass sort; else the two passes, pass 1 for `per` windows at a time
+            msm_sort2.WINDOWS_PER_PASS = per or default
+            try:
+                r = bench_msm("g1", lg, repeat, points=pts, endo=ext, sort_runs=True, sort_two_pass=per > 0)
+            finally:
+                msm_sort2.WINDOWS_PER_PASS = default
+            r["sort2_windows"] = per
+            got[per] = r
+            ph = r.get("phases_ms") or {}
+            what = f"two passes, {per} window(s) a pass 1" if per else "one pass"
+            log(f"G1 MSM 2^{lg}{' GLV' if r['glv'] else ''} window {r['window']}, {what} (sort {r['sort']}): {r['ms']:.2f} ms; "
+                f"sort phase {ph.get('sort', float('nan')):.2f} ms; phases {ph}")
+            rows.append(r)
+        sorts = {k: v.get("phases_ms", {}).get("sort", float("nan")) for k, v in got.items()}
+        log(f"G1 MSM 2^{lg} sort into runs: one pass {sorts[0]:.2f} ms, two passes {sorts[1]:.2f} / {sorts[2]:.2f} / "
+            f"{sorts[3]:.2f} ms (1 / 2 / 3 windows a pass 1); totals {got[0]['ms']:.2f} against "
+            f"{got[1]['ms']:.2f} / {got[2]['ms']:.2f} / {got[3]['ms']:.2f} ms")
+    del pts, ext
+    cp.get_default_memory_pool().free_all_blocks()
 
 
 def probe_rates(log: Tee) -> dict[str, float]:
@@ -264,6 +306,10 @@ def main() -> int:
                     save()
                 del pts, ext
                 cp.get_default_memory_pool().free_all_blocks()
+            if SORT2_RUNS:
+                bench_sort2(SORT2_RUNS, args.repeat, log, rows)
+                results["bench"] = rows
+                save()
             order = [k for k in ("ntt", "intt", "coset_ntt", "ntt_batch3", "msm_g1", "msm_g2", "msm_g1_glv", "fixed_g1", "fixed_g2") if k in sizes]
             for k in order:
                 got = device_bench([k], {k: sizes[k]}, args.repeat, log=log)

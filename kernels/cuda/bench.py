@@ -100,13 +100,14 @@ def _row(kernel: str, log_n: int, runs: list[float], extra: dict[str, Any] | Non
 
 def bench_msm(group: str, log_n: int, repeat: int, window: int | None = None, points: Any = None,
               item_len: int | None = None, accumulate: str | None = None, endo: Any = None,
-              glv: bool | None = None, sort_runs: bool | None = None) -> dict[str, Any]:
+              glv: bool | None = None, sort_runs: bool | None = None, sort_two_pass: bool | None = None) -> dict[str, Any]:
     from kernels.cuda import msm
 
     n = 1 << log_n
     pts = points[:n] if points is not None else distinct_points_device(group, n)
     sc = random_fr_device(n)
-    kw = {"window": window, "item_len": item_len, "accumulate": accumulate, "endo": endo, "glv": glv, "sort_runs": sort_runs}
+    kw = {"window": window, "item_len": item_len, "accumulate": accumulate, "endo": endo, "glv": glv, "sort_runs": sort_runs,
+          "sort_two_pass": sort_two_pass}
     runs = time_device(lambda: msm.msm(group, pts, sc, **kw), repeat)
     st = msm.MsmStats()
     # one more run, with per-phase CUDA events

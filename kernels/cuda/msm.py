@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from kernels.constants import R_MOD
-from kernels.cuda import msm_rounds
+from kernels.cuda import msm_rounds, msm_sort2
 from kernels.cuda.finish import combine_windows
 from kernels.cuda.glv import (
     GLV_BITS,
@@ -218,7 +218,7 @@ class MsmStats:
     item_len: int = 0
     accumulate: str = ""
     slots: int = 0  # batch mode: slots (work items) per thread; rounds: the rounds run
-    sort: str = "exact"  # "runs" (one pass into fixed runs), or the exact counting sort
+    sort: str = "exact"  # "runs" (one pass into fixed runs), "runs2" (two passes), or the exact counting sort
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -368,7 +368,8 @@ def sum_list(group: str, points: Any, idx: Any, m: int) -> Any:
 
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
         item_len: int | None = None, accumulate: str | None = None, ones: str | None = None,
-        endo: Any | None = None, glv: bool | None = None, sort_runs: bool | None = None) -> Any:
+        endo: Any | None = None, glv: bool | None = None, sort_runs: bool | None = None,
+        sort_two_pass: bool | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
@@ -376,7 +377,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     benchmarks and tests. endo (G1): a table of 2N rows whose first N are the points and the rest
     their images under the endomorphism (glv.endo_table); with it at least GLV_MIN_TAIL scalars are
     split GLV-wise, with no 0/1 split first (glv forces the split on or off). sort_runs forces the one-pass sort into
-    fixed runs (SORT_RUNS) on or off."""
+    fixed runs (SORT_RUNS) on or off; sort_two_pass sorts into those runs in two passes instead
+    (msm_sort2.SORT_TWO_PASS)."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
@@ -448,17 +450,22 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         wbase, wcap, wnb, total = runs
         sorted_ = cp.empty(total, dtype=cp.uint32)
         overflow = cp.zeros(1, dtype=cp.uint32)
-        kernel("msm_g1", "msm_scatter_runs_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), cp.asarray(wbase),
-                                                             cp.asarray(wcap), cp.asarray(wnb), count, sorted_, overflow))
+        two = sort_two_pass if sort_two_pass is not None else msm_sort2.SORT_TWO_PASS
+        if two and msm_sort2.scatter_runs(canon, idx_arg, m, c, wbase, wcap, wnb, count, sorted_, overflow):
+            how_runs = "runs2"
+        else:
+            how_runs = "runs"
+            kernel("msm_g1", "msm_scatter_runs_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), cp.asarray(wbase),
+                                                                 cp.asarray(wcap), cp.asarray(wnb), count, sorted_, overflow))
         if int(to_host(overflow)[0]):
             sorted_ = None  # count is the whole histogram now
             if stats is not None:
-                stats.sort = "runs overflowed, exact"
+                stats.sort = f"{how_runs} overflowed, exact"
         else:
             bucket_off = run_offsets(wbase, wcap, wnb, half)
             sorted_runs = True
             if stats is not None:
-                stats.sort = "runs"
+                stats.sort = how_runs
     if sorted_ is None:
         if runs is None:
             if by_window:

@@ -12,6 +12,7 @@
 #include "rounds.cuh"
 #include "fixed_base.cuh"
 #include "glv.cuh"
+#include "sort2.cuh"
 
 MSM_GROUP_KERNELS(g1, Fp)
 MSM_BATCH_KERNEL(g1, Fp)

@@ -1,0 +1,54 @@
+// Host build of sort2.cuh: msm_sort2_bin and msm_sort2_place run block by block, each phase's
+// threads one after another between the barriers, blocks and threads in an order picked by
+// `order` (0: first to last, 1: last to first, 2: odd ones, then even), so that a result that
+// depended on the order of the reservations or of the shared atomics would be seen.
+// tests/test_cuda_host_sort2.py drives it through kernels/cuda/msm_sort2.py.
+#include "sort2.cuh"
+
+static uint32_t nth(uint32_t i, uint32_t n, int order) {
+    if (order == 1) return n - 1 - i;
+    if (order == 2) {
+        const uint32_t odd = n / 2;
+        return i < odd ? 2 * i + 1 : 2 * (i - odd);
+    }
+    return i;
+}
+
+extern "C" {
+void host_msm_sort2_bin(uint32_t blocks, uint32_t threads, int order, const uint32_t* canon, const uint32_t* idx, uint32_t m,
+                        int c, int w0, uint32_t nw, const uint32_t* wnb, const uint32_t* wplan, uint32_t* fill,
+                        uint32_t* stage, uint64_t stride, uint32_t* count, uint32_t* overflow) {
+    if (threads != SORT2_THREADS) return;  // the kernel's block is fixed: a wrong launch leaves no entries
+    static sort2::BinShared s;
+    static sort2::BinLane lanes[SORT2_THREADS];
+    for (uint32_t bi = 0; bi < blocks; bi++) {
+        const uint32_t blk = nth(bi, blocks, order), g = blk % nw, tile = blk / nw;
+        const sort2::BinArgs a = sort2::bin_args(canon, idx, m, c, w0, g, wnb, wplan, fill, stage, stride, count, overflow);
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_clear(a, s, nth(t, SORT2_THREADS, order));
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) {
+            const uint32_t tid = nth(t, SORT2_THREADS, order);
+            sort2::bin_digits(a, s, tile, tid, lanes[tid]);
+        }
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_reserve(a, s, nth(t, SORT2_THREADS, order));
+        int i = 0;
+        for (uint32_t d = 1; d < SORT2_THREADS; d <<= 1, i++)
+            for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_scan_step(s, nth(t, SORT2_THREADS, order), d, i);
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_group(a, s, lanes[nth(t, SORT2_THREADS, order)]);
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_write(a, s, nth(t, SORT2_THREADS, order));
+    }
+}
+
+void host_msm_sort2_place(uint32_t blocks, uint32_t threads, int order, const uint32_t* stage, const uint32_t* fill,
+                          uint32_t bincap, uint32_t fb, uint32_t nb, uint32_t wbase, uint32_t wcap, uint32_t* count,
+                          uint32_t* sorted, uint32_t* overflow) {
+    if (fb > 13 || (1u << fb) > SORT2_FINE_MAX) return;  // the kernel's shared counters
+    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow};
+    static uint32_t cnt[SORT2_FINE_MAX];
+    for (uint32_t bi = 0; bi < blocks; bi++) {
+        const uint32_t bin = nth(bi, blocks, order);
+        for (uint32_t t = 0; t < threads; t++) sort2::place_clear(a, cnt, nth(t, threads, order), threads);
+        for (uint32_t t = 0; t < threads; t++) sort2::place_entries(a, cnt, bin, nth(t, threads, order), threads);
+        for (uint32_t t = 0; t < threads; t++) sort2::place_counts(a, cnt, bin, nth(t, threads, order), threads);
+    }
+}
+}
