@@ -139,19 +139,24 @@ def test_large_against_known_logs(window: int) -> None:
 
 @pytest.mark.gpu
 @needs_gpu
-def test_auto_at_scale_equals_xyzz() -> None:
-    """At 2^BATCH_MIN_LOG scalars "auto" takes the batch path (its own window and item length) and
-    gives the XYZZ path's point; a 0/1-heavy scalar vector (the witness case) too."""
+def test_auto_at_scale_equals_xyzz(monkeypatch: pytest.MonkeyPatch) -> None:
+    """"auto" takes the rounds accumulation from ROUNDS_MIN entries on (lowered here to
+    2^BATCH_MIN_LOG), the batch path its own window, and both give the XYZZ path's point; a
+    0/1-heavy scalar vector (the witness case) too."""
     import cupy as cp
 
     from kernels.cuda import msm
     from kernels.cuda.bench import distinct_points_device, random_fr_device
 
     n = 1 << msm.BATCH_MIN_LOG
+    monkeypatch.setattr(msm, "ROUNDS_MIN", n // 2)
     pts = distinct_points_device("g1", n)
     sc = random_fr_device(n)
     st = msm.MsmStats()
     a = cp.asnumpy(msm.msm("g1", pts, sc, accumulate="auto", stats=st))
+    assert st.accumulate == "rounds"
+    st = msm.MsmStats()
+    assert np.array_equal(cp.asnumpy(msm.msm("g1", pts, sc, accumulate="batch", stats=st)), a)
     assert st.accumulate == "batch" and st.window == msm.BATCH_WINDOW
     assert np.array_equal(a, cp.asnumpy(msm.msm("g1", pts, sc, accumulate="xyzz")))
     bits = cp.random.randint(0, 3, size=n, dtype=cp.int64)  # 0, 1 or a full scalar
