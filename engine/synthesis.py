@@ -357,7 +357,8 @@ def compact_layout(circuit) -> WitnessLayout:
 
 
 def synthesize_to_segment(circuit, seed: int, partition: int, partitions: int, words: np.ndarray,
-                          buffers: dict[str, np.ndarray], source: Any = None) -> tuple[float, float]:
+                          buffers: dict[str, np.ndarray], source: Any = None,
+                          inputs: Any = None) -> tuple[float, float]:
     """A synthesis worker's task with abc_eval = "gpu": the witness into the worker's own z
     (kept in ``buffers`` for the next partition of the same circuit, the last circuit's only),
     its compact form into the segment ``words``. Returns (witness ms, compaction ms)."""
@@ -367,7 +368,7 @@ def synthesize_to_segment(circuit, seed: int, partition: int, partitions: int, w
         buffers.clear()
         z = buffers[circuit.name] = np.empty((nv, 4), np.uint64)
     w_ms, c_ms, _ = synthesize_compact(
-        lambda out: circuit.witness(seed, partition, partitions, out, source), circuit.r1cs, z, words,
+        lambda out: circuit.witness(seed, partition, partitions, out, source, inputs), circuit.r1cs, z, words,
         compact_layout(circuit),
     )
     return w_ms, c_ms

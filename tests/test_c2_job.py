@@ -117,3 +117,52 @@ def test_the_console_and_an_attached_console_submit_the_configs_c1_output(sealed
     assert job_from_fields({}, cfg) == want
     assert job_from_fields({"preset": "tiny", "partitions": 1, "seed": 3}, cfg) == Job("tiny", 1, 3)
     assert make_job(None, EngineConfig(preset="tiny", partitions=1, seed=2)) == Job("tiny", 1, 2)
+
+
+def test_a_worker_is_sent_its_partition_not_the_file(sealed, tmp_path):
+    """The dispatcher's share of a C1 job (PartitionCircuit.inputs) is all a worker needs: the
+    witness from it, pickled as a SynthTask carries it, equals the one read from the file, with
+    the file gone; a share checked against another sector's statement is refused."""
+    import pickle
+    import shutil
+
+    d, c1, prover, sector = sealed
+    shutil.copy(d / "c1.json", tmp_path / "c1.json")
+    job = c1_job(str(tmp_path / "c1.json"), prover.hex(), sector)
+    pc = resolve(job.preset, None)
+    assert pc.inputs is not None
+    want = pc.witness(0, 0, 1, None, job.source)
+    share = pickle.loads(pickle.dumps(pc.inputs(0, 0, 1, job.source)))
+    (tmp_path / "c1.json").unlink()
+    assert np.array_equal(pc.witness(0, 0, 1, None, job.source, share), want)
+    other = dataclasses.replace(share.statement, sector_id=sector + 1)
+    with pytest.raises(ValueError, match="not the one derived"):
+        pc.witness(0, 0, 1, None, job.source, dataclasses.replace(share, statement=other))
+
+
+def test_the_dispatcher_fails_a_partition_whose_input_cannot_be_read(sealed, tmp_path):
+    """engine.pipeline.job_inputs: a C1 file gone before dispatch is one line for the partition;
+    the look-ahead makes a synthetic job's input once, which the dispatcher then finds made."""
+    import shutil
+
+    from engine.pipeline.job_inputs import JobInputs, one_line
+    from engine.pipeline.records import JobRecord
+
+    d, c1, prover, sector = sealed
+    shutil.copy(d / "c1.json", tmp_path / "c1.json")
+    job = c1_job(str(tmp_path / "c1.json"), prover.hex(), sector)
+    (tmp_path / "c1.json").unlink()
+    js = JobRecord(1, job, resolve(job.preset, None), "", None, 0.0)
+    inputs = JobInputs()
+    with pytest.raises(C1JobError) as err:
+        inputs.partition(js, 0)
+    assert one_line(err.value).startswith("C1JobError: cannot read C1 output")
+    seed = secrets.randbelow(1 << 30)
+    synthetic = JobRecord(2, Job("c2-2KiB", 1, seed), resolve("c2-2KiB", None), "", None, 0.0)
+    inputs.look_ahead(synthetic)
+    inputs.look_ahead(synthetic)  # once per job: the second call starts nothing
+    share = inputs.partition(synthetic, 0)
+    assert share.part.k == 0 and share.statement.prover_id != prover
+    assert inputs.partition(synthetic, 0) == share
+    assert np.array_equal(synthetic.circuit.witness(seed, 0, 1, None, None, share),
+                          synthetic.circuit.witness(seed, 0, 1))

@@ -60,8 +60,14 @@ class C2Circuit:
                 out: np.ndarray | None = None) -> np.ndarray:
         """Partition ``k``'s full witness z (Fr storage), written into ``out`` when given.
         StatementMismatch when the C1 output's own public values differ from ``statement``'s."""
+        return self.witness_of(Partition.of_c1(c1, k), statement, out)
+
+    def witness_of(self, part: Partition, statement: Statement,
+                   out: np.ndarray | None = None) -> np.ndarray:
+        """As witness, from one partition of a C1 output already read (what a synthesis worker
+        is handed, rather than the whole C1 output)."""
+        k = part.k
         expected = public_inputs(statement, k)
-        part = Partition.of_c1(c1, k)
         aux_plan, input_plan = self.plans
         claimed = assign(input_plan, part)
         if claimed != expected:

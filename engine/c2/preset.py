@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from engine.c2.assign import Partition
+    from engine.c2.public import Statement
 
 PRESETS: dict[str, str] = {
     "c2-2KiB": "StackedDrg2KiBV1_1",
@@ -29,6 +35,15 @@ PRESETS: dict[str, str] = {
 SECTOR_ID = 1
 
 
+@dataclass(frozen=True)
+class PartitionInput:
+    """One partition's share of a job's C1 output (its vanilla proofs and the sector's
+    commitments) and the statement it is proved against: what a synthesis worker is sent."""
+
+    part: Partition
+    statement: Statement
+
+
 def synthetic_prover_id(seed: int) -> bytes:
     """A job seed's prover id (a field element's bytes, as Filecoin's are)."""
     return hashlib.sha256(b"sealtop-synthetic-prover:%d" % seed).digest()[:31] + b"\0"
@@ -36,6 +51,7 @@ def synthetic_prover_id(seed: int) -> bytes:
 
 def partition_circuit(preset: str, cache_dir: str | None) -> Any:
     """The PartitionCircuit of a C2 preset (engine/pipeline/circuits.py)."""
+    from engine.c2.assign import Partition
     from engine.c2.circuit import build_c2
     from engine.c2.public import Statement, public_inputs
     from engine.c2.synthetic import synthetic_c1
@@ -46,12 +62,22 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
     proof = seal_proof(PRESETS[preset])
     c = build_c2(proof, Path(cache_dir) if cache_dir else None)
 
-    @functools.lru_cache(maxsize=2)
-    def sector(seed: int, partitions: int) -> tuple[Any, Statement]:
+    made = threading.Lock()  # the dispatcher and its look-ahead thread ask for the same sector
+
+    @functools.lru_cache(maxsize=3)  # the job being dispatched, the next one, one more
+    def _sector(seed: int, partitions: int) -> tuple[Any, Statement]:
         prover = synthetic_prover_id(seed)
         c1 = synthetic_c1(proof, seed, prover_id=prover, sector_id=SECTOR_ID,
                           partitions=min(max(partitions, 1), proof.partitions))
         return c1, Statement(proof, prover, SECTOR_ID, c1.ticket, c1.seed, c1.comm_d, c1.comm_r)
+
+    def sector(seed: int, partitions: int) -> tuple[Any, Statement]:
+        with made:  # made once: a second caller waits for the first rather than making it again
+            return _sector(seed, partitions)
+
+    @functools.lru_cache(maxsize=256)  # small: a job's verification never makes its sector again
+    def statement(seed: int, partitions: int) -> Statement:
+        return sector(seed, partitions)[1]
 
     def _check(partition: int, partitions: int) -> int:
         if not 0 <= partition < proof.partitions:
@@ -70,20 +96,24 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
         return c1, Statement(real, bytes.fromhex(source.prover_id), source.sector_id, c1.ticket,
                              c1.seed, c1.comm_d, c1.comm_r)
 
-    def witness(seed: int, partition: int, partitions: int, out: np.ndarray | None = None,
-                source: Any = None) -> np.ndarray:
+    def make_inputs(seed: int, partition: int, partitions: int, source: Any = None) -> PartitionInput:
         if source is not None:
-            c1, statement = of_source(source)
+            c1, st = of_source(source)
         else:
-            c1, statement = sector(seed, _check(partition, partitions))
-        return c.witness(c1, partition, statement, out)
+            c1, st = sector(seed, _check(partition, partitions))
+        return PartitionInput(Partition.of_c1(c1, partition), st)
+
+    def witness(seed: int, partition: int, partitions: int, out: np.ndarray | None = None,
+                source: Any = None, inputs: Any = None) -> np.ndarray:
+        got = inputs if inputs is not None else make_inputs(seed, partition, partitions, source)
+        return c.witness_of(got.part, got.statement, out)
 
     def public(seed: int, partition: int, partitions: int, source: Any = None) -> list[int]:
         if source is not None:
-            statement = of_source(source)[1]
+            st = of_source(source)[1]
         else:
-            statement = sector(seed, _check(partition, partitions))[1]
-        return public_inputs(statement, partition)
+            st = statement(seed, _check(partition, partitions))
+        return public_inputs(st, partition)
 
     return PartitionCircuit(preset, c.shape.r1cs, witness, public,
-                            general_capacity=general_capacity(c.shape))
+                            general_capacity=general_capacity(c.shape), inputs=make_inputs)

@@ -41,7 +41,7 @@ class PresetError(ValueError):
 
 
 def _example_witness(c) -> Witness:
-    def witness(seed: int, partition: int, partitions: int, out=None, source=None) -> np.ndarray:
+    def witness(seed: int, partition: int, partitions: int, out=None, source=None, inputs=None) -> np.ndarray:
         z = c.witness(private_input(seed, partition))
         if out is None:
             return z
@@ -107,7 +107,7 @@ def _porep_parts(mod, preset: str, shape) -> tuple[Witness, Public]:
     def commitments(seed: int, partitions: int):
         return sector(seed, partitions)[0]
 
-    def witness(seed: int, partition: int, partitions: int, out=None, source=None) -> np.ndarray:
+    def witness(seed: int, partition: int, partitions: int, out=None, source=None, inputs=None) -> np.ndarray:
         parts = sector(seed, max(partitions, partition + 1))[1]
         return mod.porep_witness(shape, parts[partition], out)[1]
 

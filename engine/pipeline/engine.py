@@ -61,6 +61,7 @@ from engine.config import EngineConfig, check_knob, check_policy, validate_confi
 from engine.pipeline import proving
 from engine.pipeline.channel import BoundedChannel, ChannelClosed
 from engine.pipeline.circuits import circuit_cache_dir, resolve
+from engine.pipeline.job_inputs import JobInputs, one_line
 from engine.pipeline.keys import KeyRegistry
 from engine.pipeline.latency import quicken_handoffs
 from engine.pipeline.messages import (
@@ -140,6 +141,7 @@ class Engine:
         self._dealloc_q: queue.Queue[Part | None] = queue.Queue()
         self._finalize_q: queue.Queue[Part | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
+        self._inputs = JobInputs()  # each job's input made once, the next one's ahead
         self._started = False
         self._stopping = False
         self._closed = False
@@ -575,13 +577,20 @@ class Engine:
                     continue
             except AdmissionClosed:
                 return
-            reason = self._records.jobs[p.job].key_error
-            if reason is not None:
-                self._fail(p, reason)
+            with self._state:
+                js, after = self._records.jobs[p.job], self._records.jobs.get(p.job + 1)
+            if js.key_error is not None:
+                self._fail(p, js.key_error)
                 continue
-            self._dispatch_synthesis(p)
+            self._inputs.look_ahead(after)
+            try:
+                inputs = self._inputs.partition(js, p.index)
+            except Exception as exc:  # the job's input cannot be read or made: one line
+                self._fail(p, one_line(exc))
+                continue
+            self._dispatch_synthesis(p, inputs)
 
-    def _dispatch_synthesis(self, p: Part) -> None:
+    def _dispatch_synthesis(self, p: Part, inputs: Any = None) -> None:
         with self._state:
             while not self._workers.idle_synth and not self._closed:
                 if self._workers.live_synth() < self.admission.limit:
@@ -611,7 +620,7 @@ class Engine:
             p.timers.mark("synthesizing", t)
             p.timers.span("queue", "queued", t)
             w.send(SynthTask(p.key, p.preset, self._circuit_cache(), p.seed, js.job.partitions,
-                             p.segs, self.config.abc_eval, js.job.source))
+                             p.segs, self.config.abc_eval, js.job.source, inputs))
 
     def _await_unmapped(self, p: Part, limit_s: float = 60.0) -> None:
         """Wait until the prover has let go of a, b and c (a cpu prover unmaps them right after

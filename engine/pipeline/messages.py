@@ -72,6 +72,7 @@ class SynthTask:
     segs: dict[str, SegmentSpec]
     abc_eval: str = "cpu"
     source: JobSource | None = None  # the job's C1 output, where it proves one
+    inputs: Any = None  # the partition's share of the job's input (PartitionCircuit.inputs)
 
 
 @dataclass(frozen=True)

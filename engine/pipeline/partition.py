@@ -13,12 +13,23 @@ from engine.groth16.r1cs import R1CS
 
 
 class Witness(Protocol):
-    """witness(seed, partition, partitions, out=None, source=None) -> z, written into ``out``
-    when given; ``source`` (engine.pipeline.messages.JobSource) is a job's C1 output, which
-    only the C2 presets read."""
+    """witness(seed, partition, partitions, out=None, source=None, inputs=None) -> z, written
+    into ``out`` when given; ``source`` (engine.pipeline.messages.JobSource) is a job's C1
+    output, which only the C2 presets read; ``inputs`` is what the circuit's ``inputs`` made of
+    the job for this partition (None: the witness reads or makes the job's input itself)."""
 
     def __call__(self, seed: int, partition: int, partitions: int,
-                 out: np.ndarray | None = None, source: Any = None) -> np.ndarray: ...
+                 out: np.ndarray | None = None, source: Any = None, inputs: Any = None) -> np.ndarray: ...
+
+
+class Inputs(Protocol):
+    """inputs(seed, partition, partitions, source=None) -> one partition's share of its job's
+    input (a C1 output's vanilla proofs for that partition, with the statement), small and
+    picklable. The engine makes it where it dispatches the partition, so that a job's whole
+    input (a 32 GiB sector's C1 output: 2.5 s to read or to make) is read or made once per job,
+    not once per synthesis worker."""
+
+    def __call__(self, seed: int, partition: int, partitions: int, source: Any = None) -> Any: ...
 
 
 class Public(Protocol):
@@ -42,6 +53,8 @@ class PartitionCircuit:
     # the most witness values that can be neither 0 nor 1 (engine.synthesis.general_capacity);
     # None: any of them
     general_capacity: int | None = None
+    # the partition's share of the job's input, made by the dispatcher (None: the witness makes it)
+    inputs: Inputs | None = None
 
     @property
     def constraints(self) -> int:

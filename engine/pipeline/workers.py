@@ -135,7 +135,7 @@ def synthesis_main(
                 att = Attached(segs["w"])
                 attached.append(att)
                 w_ms, c_ms = synthesize_to_segment(circuit, task.seed, key.index, task.partitions,
-                                                   att.array, buffers, task.source)
+                                                   att.array, buffers, task.source, task.inputs)
                 results.put(SynthDone(name, key, w_ms, c_ms))
                 continue
             for k in ("a", "b", "c", "z"):
@@ -143,7 +143,7 @@ def synthesis_main(
                 attached.append(att)
                 views[k] = att.array
             t0 = time.perf_counter()
-            circuit.witness(task.seed, key.index, task.partitions, views["z"], task.source)
+            circuit.witness(task.seed, key.index, task.partitions, views["z"], task.source, task.inputs)
             t1 = time.perf_counter()
             r1cs = circuit.r1cs
             if task.preset not in plans:
