@@ -28,6 +28,8 @@
 #   variant_tests  $VARIANT_TESTS (default tests/test_cuda_msm_batch.py) under each build variant in $VARIANTS
 #   rounds_tests   the "rounds" accumulation's GPU tests (tests/test_cuda_msm_rounds.py) and its
 #                  host-built ones (time it with KERNELS_BENCH="msm_g1_acc=xyzz,rounds,rounds3:24,27")
+#                  and the multi-item buckets' prefold (tests/test_cuda_msm_fold*.py: kernels/cuda/msm_fold.py;
+#                  SEALTOP_MSM_PREFOLD=0 in the environment turns it off for a timing to compare)
 #   sort2_tests    the two-pass sort into runs (kernels/cuda/msm_sort2.py): its GPU tests
 #                  (tests/test_cuda_msm_sort2.py), its host-built ones and the one-pass runs test beside
 #                  them (time it with KERNELS_BENCH="msm_g1_sort2=26,27")
@@ -124,7 +126,7 @@ for s in "$@"; do
     batch_tests) step batch_tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_batch.py \
         tests/test_cuda_host_inverse.py tests/test_cuda_msm.py tests/test_cuda_prove.py ;;
     rounds_tests) step rounds_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_rounds.py \
-        tests/test_cuda_host_rounds.py ;;
+        tests/test_cuda_host_rounds.py tests/test_cuda_msm_fold_gpu.py tests/test_cuda_msm_fold.py ;;
     sort2_tests) step sort2_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_sort2.py \
         tests/test_cuda_host_sort2.py "tests/test_cuda_msm.py::test_sort_into_runs_matches_arkworks" ;;
     compare_batch) wait "${peer_pid:-0}" 2>/dev/null

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from kernels.constants import R_MOD
-from kernels.cuda import msm_rounds, msm_sort2
+from kernels.cuda import msm_fold, msm_rounds, msm_sort2
 from kernels.cuda.finish import combine_windows
 from kernels.cuda.glv import (
     GLV_BITS,
@@ -219,6 +219,7 @@ class MsmStats:
     accumulate: str = ""
     slots: int = 0  # batch mode: slots (work items) per thread; rounds: the rounds run
     sort: str = "exact"  # "runs" (one pass into fixed runs), "runs2" (two passes), or the exact counting sort
+    folded: int = 0  # buckets whose work items were summed before the window slices (msm_fold)
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -493,6 +494,11 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     item_off = cp.cumsum(nitems, dtype=cp.uint32) - nitems
     settle()
     total_items = int(item_off[-1]) + int(nitems[-1])
+    # no bucket outgrew its run, and no run holds more than HEAVY_ITEMS items: no heavy buckets,
+    # so the window slices sum each bucket's items themselves (no bucket-sum pass), the buckets of
+    # several items summed into one row first (msm_fold: why, with the counts at porep-32g's H)
+    fold = runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS
+    fold_plan = msm_fold.multi_item_plan(nitems, item_off) if fold and msm_fold.PREFOLD else None
     item_start = cp.empty(max(total_items, 1), dtype=cp.uint32)
     item_end = cp.empty(max(total_items, 1), dtype=cp.uint32)
     kernel("msm_g1", "msm_items")(_grid(nb, 256), (256,), (count, bucket_off, item_off, np.uint32(nb), np.uint32(L), item_start, item_end))
@@ -528,9 +534,11 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     nseg = half // sl if half >= sl else 1
     segs = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
     segments = kernel(f"msm_{group}", f"{group}_segments")
-    if runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS:
-        # no bucket outgrew its run, and no run holds more than HEAVY_ITEMS items: no heavy
-        # buckets, so the window slices sum each bucket's items themselves (no bucket-sum pass)
+    folded = 0
+    if fold:
+        if fold_plan is not None:
+            folded = msm_fold.fold_items(group, partials, count, fold_plan)
+            del fold_plan
         segments(_grid(nwin * nseg), (BLOCK,), (partials, count, item_off, np.uint32(L), np.uint32(half), np.uint32(nseg),
                                                 np.uint32(nwin), segs))
         del partials, count, item_off, nitems
@@ -561,7 +569,7 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     mark("finish")
     if stats is not None:
         stats.window, stats.items, stats.item_len = c, total_items, L
-        stats.accumulate, stats.slots = how_acc, slots
+        stats.accumulate, stats.slots, stats.folded = how_acc, slots, folded
         _phase_times(stats, marks)
     return out
 

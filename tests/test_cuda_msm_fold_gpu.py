@@ -1,0 +1,91 @@
+"""The multi-item buckets summed before the window slices (kernels/cuda/msm_fold.py) on the GPU: the
+GLV-split MSM sorted into runs (the fold path), with the prefold on and off, under each
+accumulation, the same point as arkworks (planted edges) and as (sum k_i s_i) G over known
+discrete logarithms at 2^20 scalars, where the top window (1,379 buckets of ~1,520 entries at
+c = 13) is cut into several items as H's is at porep-32g."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kernels.backend import cuda_unavailable_reason
+from kernels.constants import R_MOD
+from kernels.cuda import testing as T
+
+_REASON = cuda_unavailable_reason()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
+MODES = ["xyzz", "rounds", "rounds3"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("item_len", [None, 8])
+def test_fold_matches_arkworks(mode: str, item_len: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3000 points with planted edges, GLV split, window 10 (full-window buckets ~12 entries, the
+    top window's 173 ~35): with items of 8 every window's buckets are cut in several, with the
+    default length some are; folded or not, the point is arkworks'."""
+    import cupy as cp
+
+    from kernels.cuda import msm, msm_fold
+
+    monkeypatch.setattr(msm, "SORT_BY_WINDOW_BUCKETS", 0)  # the runs scatter is a per-window pass
+    rng = random.Random()
+    n = 3000
+    pts = T.random_points("g1", n, rng)
+    sc = T.random_scalars(n, rng)
+    T.plant_edges(pts, sc, "g1", rng)
+    ext = msm.endo_table(cp.asarray(T.ark_to_words("g1", pts)))
+    S = cp.asarray(T.fr_words(sc))
+    want = T.ark_msm("g1", pts, sc)
+    for prefold in (True, False):
+        monkeypatch.setattr(msm_fold, "PREFOLD", prefold)
+        st = msm.MsmStats()
+        got = cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, window=10, item_len=item_len, accumulate=mode,
+                                 sort_runs=True, stats=st))[0]
+        assert st.sort == "runs" and st.accumulate == mode
+        assert (st.folded > 0) == prefold, (prefold, st.folded)
+        assert np.array_equal(got, want), (mode, item_len, prefold)
+    # a wrong scalar gives another point (the comparison can fail)
+    sc[7] = (sc[7] + 1) % R_MOD
+    assert not np.array_equal(cp.asnumpy(msm.msm("g1", ext[:n], cp.asarray(T.fr_words(sc)), endo=ext, glv=True, window=10,
+                                                 accumulate=mode, sort_runs=True))[0], want)
+
+
+def test_fold_at_scale_against_known_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2^20 points k_i G and random scalars, GLV split (2^21 entries), window 13, sorted into runs:
+    xyzz (items of 104: full buckets ~5 items, top ~15) and rounds (items of 558: 1-2 and 3), the
+    prefold on (stats count the buckets folded) and off, all (sum k_i s_i mod r) G."""
+    import cupy as cp
+    import py_arkworks_bls12381 as ark
+
+    from kernels.constants import FR_R
+    from kernels.cuda import msm, msm_fold
+    from kernels.cuda.bench import generator_words, random_fr_device
+    from kernels.cuda.fixed_base import FixedBase
+
+    monkeypatch.setattr(msm, "SORT_BY_WINDOW_BUCKETS", 0)
+    n = 1 << 20
+    k_dev, s_dev = random_fr_device(n), random_fr_device(n)
+    pts = FixedBase("g1", generator_words("g1")).mul(k_dev)
+    ext = msm.endo_table(pts)
+    rinv = pow(FR_R, -1, R_MOD)
+
+    def ints(a: Any) -> list[int]:
+        raw = cp.asnumpy(a).astype("<u8").tobytes()
+        return [int.from_bytes(raw[32 * i: 32 * i + 32], "little") * rinv % R_MOD for i in range(n)]
+
+    ks, ss = ints(k_dev), ints(s_dev)
+    want = T.ark_to_words("g1", [ark.G1Point() * ark.Scalar(sum(k * s for k, s in zip(ks, ss)) % R_MOD)])[0]
+    for mode in ("xyzz", "rounds"):
+        for prefold in (True, False):
+            monkeypatch.setattr(msm_fold, "PREFOLD", prefold)
+            st = msm.MsmStats()
+            got = cp.asnumpy(msm.msm("g1", ext[:n], s_dev, endo=ext, glv=True, window=13, accumulate=mode, sort_runs=True,
+                                     stats=st))[0]
+            assert st.sort == "runs" and st.accumulate == mode and st.window == 13
+            # every top-window bucket (1,379 of ~1,520 entries) has several items in both modes
+            assert (st.folded >= 1300) == prefold, (mode, prefold, st.folded)
+            assert np.array_equal(got, want), (mode, prefold)
