@@ -33,6 +33,10 @@
 #   sort2_tests    the two-pass sort into runs (kernels/cuda/msm_sort2.py): its GPU tests
 #                  (tests/test_cuda_msm_sort2.py), its host-built ones and the one-pass runs test beside
 #                  them (time it with KERNELS_BENCH="msm_g1_sort2=26,27")
+#   ones_rounds_tests  the ones' sum by rounds (msm.sum_list, SEALTOP_MSM_ONES_ACC): its GPU tests
+#                  (tests/test_cuda_msm_ones_rounds.py), the ones' list tests and the host-built rounds
+#                  ones (time it with KERNELS_BENCH="msm_g1_ones=xyzz,rounds,rounds-l8,rounds-l16:20.3,30.7,61.4
+#                  msm_g2_ones=xyzz,rounds,rounds-l12:20.3")
 #   ncu_msm        Nsight Compute (clocks left alone) on the two G1 accumulation kernels at 2^24:
 #                  XYZZ (window 16) and batch-affine (window 20); sections in $NCU_SECTIONS
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
@@ -127,6 +131,8 @@ for s in "$@"; do
         tests/test_cuda_host_inverse.py tests/test_cuda_msm.py tests/test_cuda_prove.py ;;
     rounds_tests) step rounds_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_rounds.py \
         tests/test_cuda_host_rounds.py tests/test_cuda_msm_fold_gpu.py tests/test_cuda_msm_fold.py ;;
+    ones_rounds_tests) step ones_rounds_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_ones_rounds.py \
+        tests/test_cuda_msm_ones.py tests/test_cuda_host_rounds.py ;;
     sort2_tests) step sort2_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_sort2.py \
         tests/test_cuda_host_sort2.py "tests/test_cuda_msm.py::test_sort_into_runs_matches_arkworks" ;;
     compare_batch) wait "${peer_pid:-0}" 2>/dev/null

@@ -20,7 +20,9 @@ accumulation at each size (one set of points, made once; G1 over its endomorphis
 is GLV-split as in a proof), and 'msm_g1_accw=batch:27:20,22' one accumulation with several
 windows; 'msm_g1_sort2=26,27' times G1 over its endomorphism table with the one-pass sort into
 runs and with the two-pass one (kernels/cuda/msm_sort2.py; pass 1 for 1, 2 and 3 windows at a
-time), each total and its 'sort' phase.
+time), each total and its 'sort' phase; 'msm_g1_ones=xyzz,rounds,rounds-l16:30.7,20.3,61.4' times the
+ones' sum (msm.sum_list) alone with each accumulation over lists of that many million indices
+(scattered over twice as many distinct points), results compared equal (msm_g2_ones: G2).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class Tee:
 ACC_RUNS: list[tuple[str, str, int, int | None]] = []
 # log2 sizes for the msm_g1_sort2 spec
 SORT2_RUNS: list[int] = []
+# (group, accumulations, list sizes in millions) for the msm_g*_ones specs
+ONES_RUNS: list[tuple[str, list[str], list[float]]] = []
 
 
 def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[int]], dict[int, list[int]]]:
@@ -76,6 +80,9 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
         elif k in ("msm_g1_accw", "msm_g2_accw"):  # 'batch:27:20,22'
             mode, lg, ws = v.split(":")
             ACC_RUNS.extend((k[4:6], mode, int(lg), int(w)) for w in ws.split(","))
+        elif k in ("msm_g1_ones", "msm_g2_ones"):  # 'xyzz,rounds:30.7,61.4': sizes in millions
+            modes, _, ms = v.partition(":")
+            ONES_RUNS.append((k[4:6], modes.split(","), [float(x) for x in ms.split(",") if x]))
         elif k == "msm_g1_sort2":  # '26,27': one-pass against two-pass sort into runs
             SORT2_RUNS.extend(int(lg) for lg in v.split(",") if lg)
         elif k in ("msm_g1_windows", "msm_g1_items"):
@@ -126,6 +133,51 @@ def bench_sort2(lgs: list[int], repeat: int, log: Tee, rows: list[dict[str, Any]
             f"{got[1]['ms']:.2f} / {got[2]['ms']:.2f} / {got[3]['ms']:.2f} ms")
     del pts, ext
     cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_ones(group: str, modes: list[str], sizes_m: list[float], repeat: int, log: Tee, rows: list[dict[str, Any]]) -> None:
+    """msm.sum_list over m = size million indices (sorted, scattered over 2m distinct points, as the
+    list split's are over a witness), each accumulation timed by CUDA events after a warm-up
+    (bench.time_device; median of repeat), the floor (msm_rounds.ONES_MIN) off so a rounds mode
+    runs as named; every mode's sum compared with the first's."""
+    import statistics
+
+    import cupy as cp
+    import numpy as np
+
+    from kernels.cuda import msm, msm_rounds
+    from kernels.cuda.bench import distinct_points_device, time_device
+    from kernels.cuda.finish import combine_windows
+
+    floor = msm_rounds.ONES_MIN[group]
+    msm_rounds.ONES_MIN[group] = 0
+    try:
+        big = int(max(sizes_m) * 1e6)
+        pts = distinct_points_device(group, 2 * big)
+        for sm in sizes_m:
+            m = int(sm * 1e6)
+            idx = cp.sort(cp.random.permutation(2 * m)[:m]).astype(cp.uint32)
+            ref = None
+            for how in modes:
+                def one(h: str = how, p: Any = pts, i: Any = idx, n: int = m) -> Any:
+                    return msm.sum_list(group, p, i, n, h)
+
+                runs = time_device(one, repeat)
+                got = cp.asnumpy(msm.sum_list(group, pts, idx, m, how))
+                aff = combine_windows(group, np.zeros((0, got.shape[1]), np.uint64), 1, got)
+                same = ref is None or bool(np.array_equal(aff, ref))
+                ref = aff if ref is None else ref
+                kw = msm_rounds.mode(how) or {}
+                L = kw.get("length") or (msm_rounds.ones_length(group, m) if kw else max(8, -(-m // msm.TARGET_ITEMS)))
+                ms = statistics.median(runs)
+                log(f"{group.upper()} ones' sum {m / 1e6:.1f} M {how}: {ms:.2f} ms (min {min(runs):.2f}), items of {L}, "
+                    f"{-(-m // L)} items; {'equal' if same else 'DIFFERENT from ' + modes[0]}")
+                rows.append({"backend": "cuda", "kernel": f"ones_{group}", "title": f"{group.upper()} ones' sum {how}",
+                             "log_n": round(float(np.log2(m)), 2), "n": m, "ms": ms, "runs_ms": runs, "item_len": L,
+                             "per_s": m / ms * 1e3, "anchor_ms": None, "equal": same, "ratio": None})
+    finally:
+        msm_rounds.ONES_MIN[group] = floor
+        cp.get_default_memory_pool().free_all_blocks()
 
 
 def probe_rates(log: Tee) -> dict[str, float]:
@@ -306,6 +358,10 @@ def main() -> int:
                     save()
                 del pts, ext
                 cp.get_default_memory_pool().free_all_blocks()
+            for group, modes, ms in ONES_RUNS:
+                bench_ones(group, modes, ms, args.repeat, log, rows)
+                results["bench"] = rows
+                save()
             if SORT2_RUNS:
                 bench_sort2(SORT2_RUNS, args.repeat, log, rows)
                 results["bench"] = rows

@@ -122,7 +122,7 @@ def fake_cupy(sched: Sched) -> Any:
 
     class cp:
         uint8, uint32, uint64, int32 = np.uint8, np.uint32, np.uint64, np.int32
-        empty, zeros, bincount = (staticmethod(f) for f in (np.empty, np.zeros, np.bincount))
+        empty, zeros, bincount, arange, minimum = (staticmethod(f) for f in (np.empty, np.zeros, np.bincount, np.arange, np.minimum))
         # kernels on the current stream: their outputs read zeros until the stream gets to them
         argsort = staticmethod(_queued(sched, np.argsort, lambda a: (a.shape, np.intp)))
         ascontiguousarray = staticmethod(_queued(sched, np.ascontiguousarray,

@@ -294,3 +294,80 @@ def test_g2_item_sums_match_arkworks(lib: ctypes.CDLL, monkeypatch: pytest.Monke
             assert np.array_equal(row[:48], want)
             assert np.array_equal(row[48:60], one) and not row[60:72].any()  # ZZ = 1 (c0 = R, c1 = 0)
             assert np.array_equal(row[72:84], one) and not row[84:].any()
+
+
+# -- the ones' sum (msm.sum_list with a rounds mode): equal items, longest first, no read-back ------
+def test_ones_items_and_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernels.cuda import msm
+
+    monkeypatch.setattr(msm_rounds, "_cp", lambda: fake_cupy(Sched(random.Random())))
+    for m, L in ((1, 8), (8, 8), (9, 8), (37, 5), (100, 1)):
+        start, end, n, hist = msm_rounds.equal_items(m, L)
+        lens = (end - start).tolist()
+        assert n == -(-m // L) and start.tolist() == list(range(0, n * L, L)) and sum(lens) == m
+        assert lens == sorted(lens, reverse=True) and hist.tolist() == np.bincount(lens).tolist()
+    for bad in ((0, 8), (5, 0)):
+        with pytest.raises(ValueError):
+            msm_rounds.equal_items(*bad)
+    assert [msm_rounds.ones_length("g1", m) for m in (20_300_000, 30_700_000, 61_400_000, 1 << 40)] == [8, 10, 20, 64]
+    assert msm_rounds.ones_length("g2", 20_300_000) == 23
+    lo = msm_rounds.ONES_MIN["g1"]
+    assert msm.ones_accumulation("g1", lo, "rounds-l16") == "rounds-l16" and msm.ones_accumulation("g1", lo - 1, "rounds") == "xyzz"
+    assert msm.ones_accumulation("g2", 1 << 30, "xyzz") == "xyzz"
+    for bad in ("affine", "rounds-q2", "batch"):
+        with pytest.raises(ValueError):
+            msm.ones_accumulation("g1", 10, bad)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_ones_sum_equal_matches_arkworks(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, group: str) -> None:
+    """msm_rounds.sum_equal over a list of indices (repeats, a point and its negative, the point at
+    infinity): each item's row is arkworks' sum of its slice, for lengths that divide the list,
+    that do not, and a list shorter than one item. Negative case: a histogram that leaves out each
+    item's last entry gives other sums (and one that miscounts the items is refused)."""
+    ark = pytest.importorskip("py_arkworks_bls12381")
+    cls = ark.G1Point if group == "g1" else ark.G2Point
+    rng = random.Random()
+    pts = T.random_points(group, 6, rng)
+    pts += [-pts[0], pts[1]]
+    w = msm_rounds.WORDS[group]
+    rows = np.vstack([T.ark_to_words(group, pts), np.zeros((1, w), np.uint64)]).view(np.uint32).copy()  # row len(pts): infinity
+    one = np.zeros(w, np.uint32)
+    one[:12] = np.frombuffer((FP_R % P_MOD).to_bytes(48, "little"), "<u4")  # Montgomery 1 (G2: c0 = R, c1 = 0)
+
+    def want(sel: np.ndarray) -> np.ndarray:
+        s = cls.identity()
+        for i in sel.tolist():
+            s = s + (pts[i] if i < len(pts) else cls.identity())
+        return T.ark_to_words(group, [s])[0].view(np.uint32)
+
+    def check(partials: np.ndarray, idx: np.ndarray, L: int) -> bool:
+        for i, row in enumerate(partials.view(np.uint32)):
+            aff = want(idx[i * L:(i + 1) * L])
+            if not aff.any():
+                if row.any():
+                    return False
+            elif not (np.array_equal(row[: 2 * w], aff) and np.array_equal(row[2 * w: 3 * w], one)
+                      and np.array_equal(row[3 * w:], one)):
+                return False  # a finite row is affine: ZZ = ZZZ = 1
+        return True
+
+    cases = [(1, 8), (8, 8), (9, 8), (rng.randrange(2, 50), rng.randrange(1, 12))]
+    for m, L in cases if group == "g1" else cases[2:]:
+        idx = np.array([rng.randrange(len(pts) + 1) for _ in range(m)], np.uint32)
+        idx[: min(m, 2)] = [0, len(pts) - 2][: min(m, 2)]  # P and -P side by side
+        sched = fake_device(monkeypatch, lib, rng, rng.random() < 0.5)
+        partials, n = msm_rounds.sum_equal(group, rows, idx, m, L, groups=rng.randrange(1, 4), slots=rng.randrange(1, 5))
+        sched.drain()
+        assert n == -(-m // L) and check(partials, idx, L), (m, L)
+    m, L = 20, 4
+    idx = np.array(rng.sample(range(len(pts)), 4) * 5, np.uint32)
+    fake_device(monkeypatch, lib, rng, False)
+    start, end, n, _ = msm_rounds.equal_items(m, L)
+    partials = np.zeros((n, 2 * w), np.uint64)
+    with pytest.raises(ValueError):
+        msm_rounds.accumulate(group, rows, idx, start, end, n, partials, hist=np.array([0, 0, 0, n - 1]))
+    sched = fake_device(monkeypatch, lib, rng, False)
+    msm_rounds.accumulate(group, rows, idx, start, end, n, partials, hist=np.array([0, 0, 0, n]))  # 3 entries an item
+    sched.drain()
+    assert not check(partials, idx, L)

@@ -97,6 +97,13 @@ BATCH_MIN_LOG = 23
 # per call. "list" is the default: on the H200 (2026-12-04) a witness-like G1 MSM of 2^27 took
 # 36.3 ms against 90.7 with "sum", 2^24 10.1 against 18.7, G2 2^22 16.9 against 22.5.
 ONES = os.environ.get("SEALTOP_MSM_ONES", "list")
+# How sum_list adds the ones' list: "xyzz" (the accumulation kernel over items of equal length,
+# TARGET_ITEMS of them) or a rounds mode ("rounds", or with msm_rounds.mode's -gN -sN -lN: items
+# of msm_rounds.ones_length unless -lN), which keeps XYZZ below msm_rounds.ONES_MIN ones (see
+# there for the item length and the floor). SEALTOP_MSM_ONES_ACC per process, msm()'s `ones_acc`
+# per call. The default stays "xyzz" until the porep-32g sizes are measured both ways
+# (scripts/gpu_check.py's msm_g1_ones / msm_g2_ones specs).
+ONES_ACC = os.environ.get("SEALTOP_MSM_ONES_ACC", "xyzz")
 # Batch mode's window from 2^BATCH_MIN_LOG scalars on: many buckets, so that every thread has many
 # slots (K) to share the block's inversion.
 BATCH_WINDOW = 20
@@ -326,7 +333,8 @@ def _split_sum(group: str, points: Any, scalars: Any, n: int, count_ones: bool) 
 CLASSIFY_TILE = 4096  # msm/classify.cuh: 256 threads x 16 scalars a block
 
 
-def _split_list(group: str, points: Any, scalars: Any, n: int, count_ones: bool = True) -> tuple[Any, Any, Any, int, int]:
+def _split_list(group: str, points: Any, scalars: Any, n: int, count_ones: bool = True,
+                ones_acc: str | None = None) -> tuple[Any, Any, Any, int, int]:
     """As _split_sum, the "list" way (msm/classify.cuh): classes off the Montgomery words, lists
     of the ones and the others (one count read back for both), the others' canonical values at
     their indices; the ones summed by the bucket accumulation kernel as one bucket cut into items
@@ -347,16 +355,31 @@ def _split_list(group: str, points: Any, scalars: Any, n: int, count_ones: bool 
     canon = cp.empty((n, 4), dtype=cp.uint64)
     kernel("msm_scalars", "msm_compact")((ntiles,), (256,), (scalars, cls, np.uint64(n), off, ones_idx, tail_idx, canon))
     del cls, off
-    return canon, sum_list(group, points, ones_idx, m1), tail_idx[:m], m, m1
+    return canon, sum_list(group, points, ones_idx, m1, ones_acc), tail_idx[:m], m, m1
 
 
-def sum_list(group: str, points: Any, idx: Any, m: int) -> Any:
+def ones_accumulation(group: str, m: int, how: str | None = None) -> str:
+    """How a list of m ones is summed: "xyzz" or a rounds mode (see ONES_ACC); ValueError for an
+    unknown name."""
+    how = how or ONES_ACC
+    if how != "xyzz" and msm_rounds.mode(how) is None:
+        raise ValueError(f"unknown ones accumulation {how!r} (xyzz or a rounds mode)")
+    return how if how == "xyzz" or m >= msm_rounds.ONES_MIN[group] else "xyzz"
+
+
+def sum_list(group: str, points: Any, idx: Any, m: int, how: str | None = None) -> Any:
     """The XYZZ sum (uint64[1, words]) of points[idx[k]] for k < m: the accumulation kernel over
-    items of equal length (enough to fill the card), then a FAN-way tree."""
+    items of equal length (XYZZ: enough to fill the card; rounds: see msm_rounds.ones_length),
+    then a FAN-way tree. how overrides ONES_ACC."""
     cp = _cp()
     xw = XYZZ_U64[group]
+    acc = ones_accumulation(group, m, how)
     if m == 0:
         return cp.zeros((1, xw), dtype=cp.uint64)
+    if acc != "xyzz":
+        kw = msm_rounds.mode(acc) or {}
+        partials, nitems = msm_rounds.sum_equal(group, points, idx, m, kw.pop("length", None), **kw)
+        return _reduce_all(group, partials, nitems)
     L = max(8, -(-m // TARGET_ITEMS))
     nitems = -(-m // L)
     start = cp.arange(0, nitems * L, L, dtype=cp.uint32)
@@ -370,7 +393,7 @@ def sum_list(group: str, points: Any, idx: Any, m: int) -> Any:
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
         item_len: int | None = None, accumulate: str | None = None, ones: str | None = None,
         endo: Any | None = None, glv: bool | None = None, sort_runs: bool | None = None,
-        sort_two_pass: bool | None = None) -> Any:
+        sort_two_pass: bool | None = None, ones_acc: str | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
@@ -379,13 +402,14 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     their images under the endomorphism (glv.endo_table); with it at least GLV_MIN_TAIL scalars are
     split GLV-wise, with no 0/1 split first (glv forces the split on or off). sort_runs forces the one-pass sort into
     fixed runs (SORT_RUNS) on or off; sort_two_pass sorts into those runs in two passes instead
-    (msm_sort2.SORT_TWO_PASS)."""
+    (msm_sort2.SORT_TWO_PASS); ones_acc how the "list" split sums the ones (ONES_ACC)."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
     how = ones or ONES
     if how not in ("sum", "list"):
         raise ValueError(f"unknown ones summation {how!r} (sum or list)")
+    ones_accumulation(group, 0, ones_acc)  # a bad name fails here, ones or none
     aw, xw = AFFINE_U64[group], XYZZ_U64[group]
     n = int(scalars.shape[0])
     marks: list[tuple[str, Any]] = []
@@ -412,7 +436,10 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         ones_sum, tail_idx, m1, bits = cp.zeros((1, xw), dtype=cp.uint64), None, 0, GLV_BITS
         mark("glv_split")
     else:
-        canon, ones_sum, tail_idx, m, m1 = (_split_list if how == "list" else _split_sum)(group, points, scalars, n, stats is not None)
+        if how == "list":
+            canon, ones_sum, tail_idx, m, m1 = _split_list(group, points, scalars, n, stats is not None, ones_acc)
+        else:
+            canon, ones_sum, tail_idx, m, m1 = _split_sum(group, points, scalars, n, stats is not None)
         mark("scalars_and_ones")
     if stats is not None:
         stats.n, stats.tail, stats.ones = n, (n if bits == GLV_BITS else m), m1

@@ -45,7 +45,7 @@ import numpy as np
 
 from kernels.cuda.batch_inverse import BatchInverse
 from kernels.cuda.module import kernel
-from kernels.cuda.points import grid
+from kernels.cuda.points import XYZZ_U64, grid
 from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import to_host
 
@@ -177,9 +177,12 @@ class _Group:
 
 
 def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end: Any, nitems: int, partials: Any,
-               fused: bool | None = None, groups: int | None = None, slots: int | None = None) -> RoundsRun:
+               fused: bool | None = None, groups: int | None = None, slots: int | None = None,
+               hist: np.ndarray | None = None) -> RoundsRun:
     """partials[i] = the XYZZ sum of points[sorted_[item_start[i] : item_end[i]]] (y negated for
-    entries with bit 31) for i < nitems, on the current stream (see the module docstring)."""
+    entries with bit 31) for i < nitems, on the current stream (see the module docstring).
+    hist: the histogram of the items' lengths (hist[k] items of k entries, no trailing zero),
+    from a caller whose items already run longest first (equal_items): no read-back, no sort."""
     cp = _cp()
     fused = FUSED if fused is None else fused
     ngroups = max(1, min(GROUPS if groups is None else groups, nitems))
@@ -188,12 +191,18 @@ def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end:
     if nitems == 0:
         return run
     check_sizes(nitems, int(sorted_.size))
-    lens = (item_end[:nitems] - item_start[:nitems]).astype(cp.int32)
-    hist = to_host(cp.bincount(lens)).astype(np.int64)  # the one read-back
+    if hist is None:
+        lens = (item_end[:nitems] - item_start[:nitems]).astype(cp.int32)
+        hist = to_host(cp.bincount(lens)).astype(np.int64)  # the one read-back
+        order = cp.argsort(-lens)  # longest first
+        del lens
+    else:
+        hist = np.asarray(hist, dtype=np.int64)
+        if int(hist.sum()) != nitems or hist.size == 0 or hist[-1] == 0:
+            raise ValueError(f"rounds: a lengths' histogram of {int(hist.sum())} items for {nitems}")
+        order = cp.arange(nitems, dtype=cp.uint32)
     rounds = len(hist) - 1
     live = nitems - np.cumsum(hist)  # live[r]: items with more than r entries
-    order = cp.argsort(-lens)  # longest first
-    del lens
     main = cp.cuda.get_current_stream()
     gs = [_Group(group, order, item_start, q, ngroups, live, slots) for q in range(ngroups)]
     del order
@@ -236,3 +245,66 @@ def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end:
     for g in gs:  # the caller's stream goes on when every group is done
         main.wait_event(g.passes.record())
     return run
+
+
+# The ones' sum (msm.sum_list with msm.ONES_ACC a rounds mode): the list of m indices cut into
+# items of equal length L, one slot each, so the sum takes L rounds over m / L slots and the
+# partials (one XYZZ row an item) are added by msm's FAN-way tree. The choice of L, from the
+# figures above (a round is one group's pass and then its inversion, ~0.5 ms of latency; the
+# fused pass adds ~3.2 G G1 points a second at 2^27, 2 groups) and the H200 ones' sums with XYZZ
+# (2026-12, porep-32g partitions: G1 30.7 M ones 14.5 ms, 20.3 M 10.0, 61.4 M 27.7; G2 20.3 M 39.0):
+#   * each round's slots should keep the card busy while the other group inverts: one group's
+#     pass (m / 2L additions) about as long as the inversion's latency, so L ~ m / ONES_ROUND_SLOTS
+#     (3.2 M G1 slots a round: 1.6 M additions a group at ~3.2 G/s ~ 0.5 ms; G2's additions are
+#     about 4 times dearer (its XYZZ sum runs at 0.52 G/s against G1's 2.1), 0.9 M slots);
+#     fewer slots (longer items) and the rounds wait on latency, L x ~0.6 ms;
+#   * more slots (shorter items) buy nothing once the pass covers the latency, and cost memory
+#     and the tree: about 157 bytes of slot state (G1; ~300 G2) and a 192-byte (384) XYZZ
+#     partial an item, and every partial is one general XYZZ addition in the tree (~1.5 times a
+#     mixed one), m / L of them. G1 61.4 M at L = 19: 3.2 M slots, ~1.1 GB; at L = 8 the tree
+#     alone would add ~4 ms;
+#   * L at least ONES_LENGTH[0] = 8 (the tree's share stays under a fifth of the additions),
+#     at most ONES_LENGTH[1] (past it the slots grow instead: very large lists).
+# Modelled (not yet measured) G1: 61.4 M ~21 ms (L 20) against 27.7, 30.7 M ~12 (L 10) against
+# 14.5, 20.3 M ~9 (L 8) against 10.0; G2 20.3 M ~28 (L 23) against 39. Below ONES_MIN the fixed
+# latency (L rounds of at least ~0.6 ms, ~5 ms at L = 8) loses to XYZZ (the 2^24 MSM: 558 rounds,
+# 3.3 times slower): G1 ~16 M (break-even of 4 ms + 0.23 ns a point against 0.48 ns), G2 ~4 M
+# (4.4 ms + 1 ns against 1.9 ns); msm.sum_list keeps XYZZ there.
+ONES_ROUND_SLOTS = {"g1": 3_200_000, "g2": 900_000}
+ONES_LENGTH = (8, 64)
+ONES_MIN = {"g1": 16_000_000, "g2": 4_000_000}
+
+
+def ones_length(group: str, m: int) -> int:
+    """Entries a work item when the ones' list of m indices is summed by rounds (see above)."""
+    lo, hi = ONES_LENGTH
+    return max(lo, min(hi, -(-m // ONES_ROUND_SLOTS[group])))
+
+
+def equal_items(m: int, length: int) -> tuple[Any, Any, int, np.ndarray]:
+    """(start, end, items, the lengths' histogram) of m entries cut into items of ``length``, the
+    last one shorter where length does not divide m: longest first already, as accumulate's hist
+    asks."""
+    cp = _cp()
+    if m <= 0 or length <= 0:
+        raise ValueError(f"equal_items: {m} entries in items of {length}")
+    nitems = -(-m // length)
+    last = m - (nitems - 1) * length  # 1 .. length
+    hist = np.zeros(length + 1, dtype=np.int64)
+    hist[length] += nitems - 1
+    hist[last] += 1
+    hist = hist[: int(np.flatnonzero(hist)[-1]) + 1]
+    start = cp.arange(0, nitems * length, length, dtype=cp.uint32)
+    end = cp.minimum(start + np.uint32(length), np.uint32(m)).astype(cp.uint32)
+    return start, end, nitems, hist
+
+
+def sum_equal(group: str, points: Any, idx: Any, m: int, length: int | None = None, **kw: Any) -> tuple[Any, int]:
+    """(partials, items): the XYZZ sums (uint64[items, words]) of points[idx[k]] for k < m in
+    items of ``length`` (default ones_length) by the rounds accumulation; kw as accumulate's
+    (fused, groups, slots). The caller adds the rows (msm._reduce_all)."""
+    cp = _cp()
+    start, end, nitems, hist = equal_items(m, length or ones_length(group, m))
+    partials = cp.empty((nitems, XYZZ_U64[group]), dtype=cp.uint64)
+    accumulate(group, points, idx, start, end, nitems, partials, hist=hist, **kw)
+    return partials, nitems
