@@ -61,6 +61,9 @@
 #                  $PIPE32_SET adds arguments: PIPE32_SET='--matrix dealloc --one-engine --set
 #                  abc_eval="cpu"' runs the dealloc matrix (or cuzk) in one engine that makes its
 #                  device key once (a warm-up job), then each variant's $JOBS32 jobs
+#   single32g      as pipe32g, one engine: a warm-up job makes the device key, then one job at a
+#                  time on the resident key (--matrix dealloc --one-engine: async, then sync), each
+#                  timed from its submission to its verified proof
 #   r7_tests       the GPU tests of the fused H step, the MSM's list split and the NTT (its twiddle
 #                  table grew by one entry), on the default paths otherwise
 #   r7_bench       scripts/h_small_bench.py: old against new for the H step, the witness-like G1 MSM,
@@ -103,6 +106,22 @@ pipe() {  # pipe NAME SECONDS EXTRA-ARGS...: bench pipeline at large on one H200
   step "$name" "$secs" python3 -m engine bench pipeline --preset large --json "$work/$name.json" \
     --record "$work/$name.jsonl" --set "param_cache=\"$PWD/.params\"" --set backend=cuda --set b_g2=gpu --set partition_workers=4 --set gpu_channel_capacity=4 \
     --set gpu_slots_per_device=2 --set partitions=2 --set memory_budget=0 "$@"
+}
+
+pipe32g() {  # pipe32g NAME JOBS EXTRA-ARGS...: bench pipeline at porep-32g with the H200 sample config
+  local name=$1 jobs=$2; shift 2
+  wait_warm
+  (nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 500 > "$work/gpu_mem_$name.csv" 2>&1 &
+   echo $! > "$work/smi.pid")
+  local left=$(( ${CALL_END:-0} - $(date +%s) ))  # with CALL_END (epoch s): what the call has left
+  step "$name" "${PIPE32_S:-$(( left > 60 ? left : 420 ))}" python3 -m engine bench pipeline --preset porep-32g \
+    --config sample-configs/porep-32g-h200.toml --jobs "$jobs" --json "$work/$name.json" \
+    --record "$work/$name.jsonl" --set "param_cache=\"$PWD/.params\"" "$@"
+  kill "$(cat "$work/smi.pid")" 2>/dev/null
+  ls -la /dev/shm > "$work/shm_after_$name.txt" 2>&1
+  sort -t, -k2 -n "$work/gpu_mem_$name.csv" | tail -1 > "$work/gpu_mem_${name}_peak.txt"
+  gzip -f "$work/$name.jsonl" 2>/dev/null; cp "$work/$name.jsonl.gz" "$out/" 2>/dev/null
+  tar czf "$out/results.tgz" --exclude=cupy_cache.tar.gz -C "$work" .
 }
 
 for s in "$@"; do
@@ -210,18 +229,8 @@ r = s.r1cs
 print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz {r.A.nnz + r.B.nnz + r.C.nnz} '
       f'in {time.time() - t:.1f} s; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB; '
       f'disk free {shutil.disk_usage(d).free / 2**30:.1f} GiB')" ;;
-    pipe32g) wait_warm
-      (nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv,noheader -lms 500 > "$work/gpu_mem32g.csv" 2>&1 &
-       echo $! > "$work/smi.pid")
-      left=$(( ${CALL_END:-0} - $(date +%s) ))  # with CALL_END (epoch s): what the call has left
-      step pipe32g "${PIPE32_S:-$(( left > 60 ? left : 420 ))}" python3 -m engine bench pipeline --preset porep-32g \
-        --config sample-configs/porep-32g-h200.toml --jobs "${JOBS32:-1}" --json "$work/pipe32g.json" \
-        --record "$work/pipe32g.jsonl" --set "param_cache=\"$PWD/.params\"" ${PIPE32_SET:-}
-      kill "$(cat "$work/smi.pid")" 2>/dev/null
-      ls -la /dev/shm > "$work/shm_after.txt" 2>&1
-      sort -t, -k2 -n "$work/gpu_mem32g.csv" | tail -1 > "$work/gpu_mem32g_peak.txt"
-      gzip -f "$work/pipe32g.jsonl" 2>/dev/null; cp "$work/pipe32g.jsonl.gz" "$out/" 2>/dev/null
-      tar czf "$out/results.tgz" --exclude=cupy_cache.tar.gz -C "$work" . ;;
+    pipe32g) pipe32g pipe32g "${JOBS32:-1}" ${PIPE32_SET:-} ;;
+    single32g) pipe32g single32g 1 --matrix dealloc --one-engine ;;
     r7_tests) step r7_tests 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_hstep.py \
         tests/test_cuda_msm_ones.py tests/test_cuda_ntt.py ;;
     r7_bench) step r7_bench 150 python3 scripts/h_small_bench.py "$work/r7" --sizes "${R7_SIZES:-24,27}" \

@@ -45,7 +45,7 @@ def test_fold_matches_arkworks(mode: str, item_len: int | None, monkeypatch: pyt
         st = msm.MsmStats()
         got = cp.asnumpy(msm.msm("g1", ext[:n], S, endo=ext, glv=True, window=10, item_len=item_len, accumulate=mode,
                                  sort_runs=True, stats=st))[0]
-        assert st.sort == "runs" and st.accumulate == mode
+        assert st.sort in ("runs", "runs2") and st.accumulate == mode
         assert (st.folded > 0) == prefold, (prefold, st.folded)
         assert np.array_equal(got, want), (mode, item_len, prefold)
     # a wrong scalar gives another point (the comparison can fail)
@@ -85,7 +85,7 @@ def test_fold_at_scale_against_known_logs(monkeypatch: pytest.MonkeyPatch) -> No
             st = msm.MsmStats()
             got = cp.asnumpy(msm.msm("g1", ext[:n], s_dev, endo=ext, glv=True, window=13, accumulate=mode, sort_runs=True,
                                      stats=st))[0]
-            assert st.sort == "runs" and st.accumulate == mode and st.window == 13
+            assert st.sort in ("runs", "runs2") and st.accumulate == mode and st.window == 13
             # every top-window bucket (1,379 of ~1,520 entries) has several items in both modes
             assert (st.folded >= 1300) == prefold, (mode, prefold, st.folded)
             assert np.array_equal(got, want), (mode, prefold)

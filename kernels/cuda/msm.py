@@ -85,8 +85,9 @@ SORT_BY_WINDOW_BUCKETS = 1 << 21
 # 580.9; the whole MSM 793.0 against 663.6 ms. At 2^24 (window 16, 558 rounds of 549 K slots)
 # rounds took 353.8 ms against XYZZ's 108.2: each round is a chain of one pass and one inversion,
 # so few slots a round cannot pay for it. The batch kernel was slower at every size (sixth round).
-# The default stays XYZZ until a porep-32g pipeline run with "auto" has been measured.
-ACCUMULATE = os.environ.get("SEALTOP_MSM_ACC", "xyzz")
+# "auto" is the default: in the porep-32g pipeline (H200, 2026-12-04, 5 jobs) H's MSM took 671.8 ms
+# a partition with it against 799.7 with XYZZ (the GPU call 1,083.6 against 1,219.1 ms).
+ACCUMULATE = os.environ.get("SEALTOP_MSM_ACC", "auto")
 ROUNDS_MIN = 1 << 27
 BATCH_MIN_LOG = 23
 # How the scalars are split by value and the ones summed: "sum" (msm_scalars converts and classes
@@ -101,8 +102,12 @@ ONES = os.environ.get("SEALTOP_MSM_ONES", "list")
 # TARGET_ITEMS of them) or a rounds mode ("rounds", or with msm_rounds.mode's -gN -sN -lN: items
 # of msm_rounds.ones_length unless -lN), which keeps XYZZ below msm_rounds.ONES_MIN ones (see
 # there for the item length and the floor). SEALTOP_MSM_ONES_ACC per process, msm()'s `ones_acc`
-# per call. The default stays "xyzz" until the porep-32g sizes are measured both ways
-# (scripts/gpu_check.py's msm_g1_ones / msm_g2_ones specs).
+# per call. "xyzz" is the default: at the porep-32g sizes (H200, 2026-12-04, scripts/gpu_check.py
+# msm_g1_ones / msm_g2_ones, median of 5) rounds was slower everywhere: G1 20.3 M ones 16.8 ms
+# against 9.6, 30.7 M 21.3 against 14.1, 61.4 M 35.9 against 26.5; G2 20.3 M 48.5 against 38.6.
+# The ones' list has no buckets to share: XYZZ's items are long (100-300 entries, one thread
+# each, ~2.2 G additions a second), rounds' short ones pay a round's pass and inversion latency
+# for every 8-20 entries, and the tree over millions of partials.
 ONES_ACC = os.environ.get("SEALTOP_MSM_ONES_ACC", "xyzz")
 # Batch mode's window from 2^BATCH_MIN_LOG scalars on: many buckets, so that every thread has many
 # slots (K) to share the block's inversion.

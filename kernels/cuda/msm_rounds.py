@@ -265,8 +265,9 @@ def accumulate(group: str, points: Any, sorted_: Any, item_start: Any, item_end:
 #     alone would add ~4 ms;
 #   * L at least ONES_LENGTH[0] = 8 (the tree's share stays under a fifth of the additions),
 #     at most ONES_LENGTH[1] (past it the slots grow instead: very large lists).
-# Modelled (not yet measured) G1: 61.4 M ~21 ms (L 20) against 27.7, 30.7 M ~12 (L 10) against
-# 14.5, 20.3 M ~9 (L 8) against 10.0; G2 20.3 M ~28 (L 23) against 39. Below ONES_MIN the fixed
+# Modelled G1: 61.4 M ~21 ms (L 20) against 27.7, 30.7 M ~12 (L 10) against 14.5, 20.3 M ~9 (L 8)
+# against 10.0; G2 20.3 M ~28 (L 23) against 39. Measured (H200, 2026-12-04): 35.9, 21.3, 16.8 and
+# 48.5 ms against XYZZ's 26.5, 14.1, 9.6 and 38.6: the model missed, so msm.ONES_ACC stays "xyzz". Below ONES_MIN the fixed
 # latency (L rounds of at least ~0.6 ms, ~5 ms at L = 8) loses to XYZZ (the 2^24 MSM: 558 rounds,
 # 3.3 times slower): G1 ~16 M (break-even of 4 ms + 0.23 ns a point against 0.48 ns), G2 ~4 M
 # (4.4 ms + 1 ns against 1.9 ns); msm.sum_list keeps XYZZ there.

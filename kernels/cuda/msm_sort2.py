@@ -11,11 +11,15 @@ store to a random address per entry; on the H200 (H's MSM at porep-32g, 1.6 G en
   pass 2 takes one coarse bin a block: the run positions by shared atomics on its 8192 fine
          counters, one store an entry into the run, and the bin's counts into count[].
 The layout (msm.bucket_runs, msm.run_offsets), count[] and the overflow rule are
-msm_scatter_runs_w's, so msm.py goes on the same way after either. SORT_TWO_PASS (environment
-SEALTOP_SORT_TWO_PASS=1) picks it; msm()'s sort_two_pass per call. Device memory beyond the
-one-pass sort's: the staging areas, 8 bytes an entry of a window (plus the bins' margins) for
-each of WINDOWS_PER_PASS windows, reused window group after group: at H's 2^28 entries 2.16 GB
-a window, 4.3 GB with the default 2. Not measured yet (scripts/gpu_check.py: msm_g1_sort2).
+msm_scatter_runs_w's, so msm.py goes on the same way after either. SORT_TWO_PASS (on by default;
+SEALTOP_SORT_TWO_PASS=0 turns it off) picks it; msm()'s sort_two_pass per call. Device memory
+beyond the one-pass sort's: the staging areas, 8 bytes an entry of a window (plus the bins'
+margins) for each of WINDOWS_PER_PASS windows, reused window group after group: at H's 2^28
+entries 2.16 GB a window, 4.3 GB with the default 2.
+Measured on the H200 (2026-12-04, scripts/gpu_check.py msm_g1_sort2, median of 5): G1 GLV 2^27
+(window 22) one pass 105.4 ms, two passes 100.3 / 97.5 / 96.7 with 1 / 2 / 3 windows a pass 1;
+G1 2^26 (window 20) 48.3 against 42.6 / 40.3 / 39.8. Less than hoped (the model said ~40 ms at
+2^27): pass 2's stores into the runs are still one 4-byte store an entry at random.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ import numpy as np
 from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
 
-SORT_TWO_PASS = os.environ.get("SEALTOP_SORT_TWO_PASS", "0") == "1"
+SORT_TWO_PASS = os.environ.get("SEALTOP_SORT_TWO_PASS", "1") == "1"
 # Windows whose pass 1 shares one launch (SEALTOP_SORT2_WINDOWS): the blocks of one tile for each
 # of them run side by side, so each scalar comes from DRAM once for all of them (pass 1 reads a
 # window's 32-byte scalars, 8.6 GB at H's 2^28 entries, and writes 2.1 GB), at one staging
-# area (8 bytes an entry) each. Not measured yet: gpu_check's msm_g1_sort2 times 1, 2 and 3.
+# area (8 bytes an entry) each. 2: 97.5 ms at H's size against 100.3 with 1 and 96.7 with 3 (which
+# costs another 2.2 GB of staging for 0.8 ms).
 WINDOWS_PER_PASS = int(os.environ.get("SEALTOP_SORT2_WINDOWS", "2"))
 THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SORT2_THREADS)
 FINE_MAX = 8192  # fine buckets a coarse bin at most (pass 2's shared counters)
