@@ -42,8 +42,9 @@
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
 #   msm_profile    scripts/msm_profile.py: each MSM of a porep-32g partition alone, phase by phase
 #                  ($PROFILE_ONLY picks some of h,a,b1,l,b2)
-#   ncu_h          Nsight Compute (clocks left alone) on the H MSM's sort, accumulation, bucket-sum and
-#                  window kernels, GLV split at 2^27 (sections in $NCU_SECTIONS)
+#   ncu_h          Nsight Compute (clocks left alone) on the H MSM's kernels with the defaults (two-pass
+#                  sort, rounds, batch inversion levels, prefold, window slices), GLV split at 2^27:
+#                  the first $NCU_COUNT (8) launches matching $NCU_KERNELS; sections in $NCU_SECTIONS
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
@@ -183,7 +184,8 @@ for acc, w in (('xyzz', 16), ('batch', 20)):
     msm_profile) step msm_profile 240 python3 scripts/msm_profile.py --only "${PROFILE_ONLY:-h,a,b1,l,b2}" ;;
     ncu_h) ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
       secs=""; for sec in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats MemoryWorkloadAnalysis LaunchStats}; do secs="$secs --section $sec"; done
-      step ncu_h 240 "$ncu_bin" --clock-control none -k 'regex:scatter_runs|g1_accumulate|g1_segments|g1_bucket_sum' -c 4 $secs python3 -c "
+      step ncu_h 240 "$ncu_bin" --clock-control none -k "regex:${NCU_KERNELS:-sort2_bin|sort2_place|g1_rounds_fused|fp_binv|g1_reduce_groups|g1_segments}" \
+        -c "${NCU_COUNT:-8}" $secs python3 -c "
 import cupy as cp
 from kernels.cuda import msm
 from kernels.cuda.bench import distinct_points_device, random_fr_device
