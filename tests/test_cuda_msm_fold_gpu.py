@@ -7,7 +7,6 @@ c = 13) is cut into several items as H's is at porep-32g."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import numpy as np
 import pytest
@@ -59,26 +58,13 @@ def test_fold_at_scale_against_known_logs(monkeypatch: pytest.MonkeyPatch) -> No
     xyzz (items of 104: full buckets ~5 items, top ~15) and rounds (items of 558: 1-2 and 3), the
     prefold on (stats count the buckets folded) and off, all (sum k_i s_i mod r) G."""
     import cupy as cp
-    import py_arkworks_bls12381 as ark
 
-    from kernels.constants import FR_R
     from kernels.cuda import msm, msm_fold
-    from kernels.cuda.bench import generator_words, random_fr_device
-    from kernels.cuda.fixed_base import FixedBase
 
     monkeypatch.setattr(msm, "SORT_BY_WINDOW_BUCKETS", 0)
     n = 1 << 20
-    k_dev, s_dev = random_fr_device(n), random_fr_device(n)
-    pts = FixedBase("g1", generator_words("g1")).mul(k_dev)
+    pts, s_dev, want = T.known_logs_case(n)
     ext = msm.endo_table(pts)
-    rinv = pow(FR_R, -1, R_MOD)
-
-    def ints(a: Any) -> list[int]:
-        raw = cp.asnumpy(a).astype("<u8").tobytes()
-        return [int.from_bytes(raw[32 * i: 32 * i + 32], "little") * rinv % R_MOD for i in range(n)]
-
-    ks, ss = ints(k_dev), ints(s_dev)
-    want = T.ark_to_words("g1", [ark.G1Point() * ark.Scalar(sum(k * s for k, s in zip(ks, ss)) % R_MOD)])[0]
     for mode in ("xyzz", "rounds"):
         for prefold in (True, False):
             monkeypatch.setattr(msm_fold, "PREFOLD", prefold)

@@ -30,21 +30,30 @@ def _affine(group: str, row: Any) -> np.ndarray:
     return np.asarray(combine_windows(group, np.zeros((0, XYZZ_U64[group]), np.uint64), 1, cp.asnumpy(row))).reshape(-1)
 
 
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per call of the rounds ones' sum (msm_rounds.sum_equal), which still runs."""
+    from kernels.cuda import msm_rounds
+
+    seen: list[int] = []
+    real = msm_rounds.sum_equal
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        seen.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(msm_rounds, "sum_equal", counted)
+    return seen
+
+
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_sum_list_rounds_equals_xyzz_and_arkworks(group: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sum_list_rounds_equals_xyzz_and_arkworks(group: str, monkeypatch: pytest.MonkeyPatch,
+                                                  calls: list[int]) -> None:
     import cupy as cp
 
     from kernels.cuda import msm, msm_rounds
 
     monkeypatch.setitem(msm_rounds.ONES_MIN, group, 0)  # rounds at every size
-    calls: list[int] = []
-    real = msm_rounds.sum_equal
-
-    def counted(*a: Any, **kw: Any) -> Any:
-        calls.append(1)
-        return real(*a, **kw)
-
-    monkeypatch.setattr(msm_rounds, "sum_equal", counted)
     rng = random.Random()
     npts = 300 if group == "g1" else 60
     pts = T.random_points(group, npts, rng)
@@ -77,7 +86,7 @@ def test_sum_list_rounds_equals_xyzz_and_arkworks(group: str, monkeypatch: pytes
 
 
 @pytest.mark.parametrize(("group", "n"), [("g1", 5000), ("g2", 700)])
-def test_msm_with_ones_by_rounds(group: str, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_msm_with_ones_by_rounds(group: str, n: int, monkeypatch: pytest.MonkeyPatch, calls: list[int]) -> None:
     """Witness-like scalars (about half 0, half 1, a few general values): msm(ones_acc="rounds")
     is arkworks' MSM; the floor keeps XYZZ for a small list unless lowered."""
     import cupy as cp
@@ -91,14 +100,6 @@ def test_msm_with_ones_by_rounds(group: str, n: int, monkeypatch: pytest.MonkeyP
     T.plant_edges(pts, sc, group, rng)
     P, S = cp.asarray(T.ark_to_words(group, pts)), cp.asarray(T.fr_words(sc))
     want = T.ark_msm(group, pts, sc)
-    calls: list[int] = []
-    real = msm_rounds.sum_equal
-
-    def counted(*a: Any, **kw: Any) -> Any:
-        calls.append(1)
-        return real(*a, **kw)
-
-    monkeypatch.setattr(msm_rounds, "sum_equal", counted)
     assert np.array_equal(cp.asnumpy(msm.msm(group, P, S, ones="list", ones_acc="rounds"))[0], want)
     assert not calls  # below ONES_MIN: XYZZ
     monkeypatch.setitem(msm_rounds.ONES_MIN, group, 0)

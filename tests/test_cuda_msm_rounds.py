@@ -116,24 +116,10 @@ def test_large_against_known_logs(log_n: int) -> None:
     """2^18 / 2^21 points k_i G and scalars s_i: the MSM is (sum k_i s_i mod r) G, with Python
     integers, and the XYZZ path's point."""
     import cupy as cp
-    import py_arkworks_bls12381 as ark
 
-    from kernels.constants import FR_R
     from kernels.cuda import msm
-    from kernels.cuda.bench import generator_words, random_fr_device
-    from kernels.cuda.fixed_base import FixedBase
 
-    n = 1 << log_n
-    k_dev, s_dev = random_fr_device(n), random_fr_device(n)
-    pts = FixedBase("g1", generator_words("g1")).mul(k_dev)
-    rinv = pow(FR_R, -1, R_MOD)
-
-    def ints(a: Any) -> list[int]:
-        raw = cp.asnumpy(a).astype("<u8").tobytes()
-        return [int.from_bytes(raw[32 * i: 32 * i + 32], "little") * rinv % R_MOD for i in range(n)]
-
-    ks, ss = ints(k_dev), ints(s_dev)
-    want = T.ark_to_words("g1", [ark.G1Point() * ark.Scalar(sum(k * s for k, s in zip(ks, ss)) % R_MOD)])[0]
+    pts, s_dev, want = T.known_logs_case(1 << log_n)
     for mode in MODES:
         st = msm.MsmStats()
         got = cp.asnumpy(msm.msm("g1", pts, s_dev, accumulate=mode, stats=st))[0]

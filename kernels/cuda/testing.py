@@ -140,3 +140,26 @@ def exceptional_buckets(group: str, rng: random.Random) -> tuple[list[list[Any]]
     inf = G.identity()
     cases = [[P, -P], [P, P], [P, P, P], [P, -P, P], [inf, P], [P, inf, P], [P, Q, -Q, -P], [P, P, -P, Q], [inf, inf]]
     return cases, rng.randrange(2, R_MOD)
+
+
+def known_logs_case(n: int) -> tuple[Any, Any, np.ndarray]:
+    """(device points k_i G, device scalars s_i, the MSM's affine words): n random k_i and s_i
+    (Montgomery on the device), the points by the fixed-base kernel and the answer
+    (sum k_i s_i mod r) G from Python integers and one arkworks scalar multiplication, so that a
+    large MSM is checked without an n-point reference multiexp."""
+    import cupy as cp
+
+    from kernels.cuda.bench import generator_words, random_fr_device
+    from kernels.cuda.fixed_base import FixedBase
+
+    k_dev, s_dev = random_fr_device(n), random_fr_device(n)
+    pts = FixedBase("g1", generator_words("g1")).mul(k_dev)
+    rinv = pow(FR_R, -1, R_MOD)
+
+    def ints(a: Any) -> list[int]:
+        raw = cp.asnumpy(a).astype("<u8").tobytes()
+        return [int.from_bytes(raw[32 * i : 32 * i + 32], "little") * rinv % R_MOD for i in range(n)]
+
+    total = sum(k * s for k, s in zip(ints(k_dev), ints(s_dev))) % R_MOD
+    ark = _ark()
+    return pts, s_dev, ark_to_words("g1", [ark.G1Point() * ark.Scalar(total)])[0]
