@@ -8,7 +8,9 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+from typing import Any
 
+import numpy as np
 import pytest
 
 from kernels.cuda.source import assemble
@@ -40,3 +42,15 @@ def host_library(tmp_path_factory: pytest.TempPathFactory, relpath: str, *flags:
         subprocess.run([CXX, *flags, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
         _built[key] = ctypes.CDLL(str(so))
     return _built[key]
+
+
+def ctype_arg(a: Any) -> Any:
+    """A kernel argument as ctypes passes it to a host-built kernel: an array by its address (C
+    order), a numpy scalar by its width, as CuPy passes them to the driver."""
+    if isinstance(a, np.ndarray):
+        assert a.flags.c_contiguous
+        return ctypes.c_void_p(a.ctypes.data)
+    for t, c in ((np.uint32, ctypes.c_uint32), (np.uint64, ctypes.c_uint64), (np.int32, ctypes.c_int32)):
+        if isinstance(a, t):
+            return c(int(a))
+    raise TypeError(f"kernel argument {a!r}: pass numpy scalars, as the driver does for CuPy")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from host_build import ctype_arg
 
 
 class _Token:
@@ -133,16 +134,6 @@ def fake_cupy(sched: Sched) -> Any:
     return cp
 
 
-def _ctype(a: Any) -> Any:
-    if isinstance(a, np.ndarray):
-        assert a.flags.c_contiguous
-        return ctypes.c_void_p(a.ctypes.data)
-    for t, c in ((np.uint32, ctypes.c_uint32), (np.uint64, ctypes.c_uint64), (np.int32, ctypes.c_int32)):
-        if isinstance(a, t):
-            return c(int(a))
-    raise TypeError(f"kernel argument {a!r}: pass numpy scalars, as the driver does for CuPy")
-
-
 def fake_kernel(sched: Sched, lib: ctypes.CDLL) -> Callable[[str, str], Any]:
     """kernel(module, name) for the host library: a launch is queued on the current stream."""
 
@@ -155,7 +146,7 @@ def fake_kernel(sched: Sched, lib: ctypes.CDLL) -> Callable[[str, str], Any]:
             threads = int(np.prod(grid)) * int(np.prod(block))
 
             def run() -> None:
-                fn(ctypes.c_uint32(threads), ctypes.c_int(order), *(_ctype(a) for a in keep))
+                fn(ctypes.c_uint32(threads), ctypes.c_int(order), *(ctype_arg(a) for a in keep))
 
             sched.launches.append(name)
             sched.current().q.append(("run", run))

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from host_build import host_library, needs_cxx
+from host_build import ctype_arg, host_library, needs_cxx
 
 from kernels.constants import R_MOD
 from kernels.cuda import msm_sort2
@@ -27,16 +27,6 @@ pytestmark = needs_cxx
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     return host_library(tmp_path_factory, "msm/host_sort2.cpp", "-O1")
-
-
-def _arg(a: Any) -> Any:
-    if isinstance(a, np.ndarray):
-        assert a.flags.c_contiguous
-        return ctypes.c_void_p(a.ctypes.data)
-    for t, ct in ((np.uint64, ctypes.c_uint64), (np.uint32, ctypes.c_uint32), (np.int32, ctypes.c_int32)):
-        if isinstance(a, t):
-            return ct(int(a))
-    raise TypeError(f"kernel argument {a!r}")
 
 
 class _NumpyAsCupy:
@@ -56,7 +46,7 @@ def fake_device(monkeypatch: pytest.MonkeyPatch, lib: ctypes.CDLL, rng: random.R
 
         def launch(grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]) -> None:
             launches.append(name)
-            fn(ctypes.c_uint32(grid[0]), ctypes.c_uint32(block[0]), ctypes.c_int(rng.randrange(3)), *(_arg(a) for a in args))
+            fn(ctypes.c_uint32(grid[0]), ctypes.c_uint32(block[0]), ctypes.c_int(rng.randrange(3)), *(ctype_arg(a) for a in args))
 
         return launch
 

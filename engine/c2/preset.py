@@ -62,7 +62,10 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
     proof = seal_proof(PRESETS[preset])
     c = build_c2(proof, Path(cache_dir) if cache_dir else None)
 
-    made = threading.Lock()  # the dispatcher and its look-ahead thread ask for the same sector
+    # the dispatcher and its look-ahead thread may ask for the same sector at once: one lock a
+    # sector, so a second caller waits for the first rather than making it again, and a sector
+    # being made holds up no caller of another (a made one is an lru hit)
+    guard, making = threading.Lock(), dict[tuple[int, int], threading.Lock]()
 
     @functools.lru_cache(maxsize=3)  # the job being dispatched, the next one, one more
     def _sector(seed: int, partitions: int) -> tuple[Any, Statement]:
@@ -72,7 +75,9 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
         return c1, Statement(proof, prover, SECTOR_ID, c1.ticket, c1.seed, c1.comm_d, c1.comm_r)
 
     def sector(seed: int, partitions: int) -> tuple[Any, Statement]:
-        with made:  # made once: a second caller waits for the first rather than making it again
+        with guard:
+            lock = making.setdefault((seed, partitions), threading.Lock())
+        with lock:
             return _sector(seed, partitions)
 
     @functools.lru_cache(maxsize=256)  # small: a job's verification never makes its sector again

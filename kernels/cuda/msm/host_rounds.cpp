@@ -3,20 +3,12 @@
 // a pass that depended on its threads' order would be seen. tests/test_cuda_host_rounds.py runs
 // kernels/cuda/msm_rounds.py's rounds with these standing in for the device kernels.
 #include "rounds.cuh"
-
-static uint32_t thread_at(uint32_t i, uint32_t n, int order) {
-    if (order == 1) return n - 1 - i;
-    if (order == 2) {
-        const uint32_t odd = n / 2;
-        return i < odd ? 2 * i + 1 : 2 * (i - odd);
-    }
-    return i;
-}
+#include "host_order.cuh"
 
 #define HOST_ROUNDS(G, F, KIND, FIN, STEP)                                                                           \
     void host_##G##_rounds_##KIND(uint32_t nthreads, int order, ROUNDS_HOST_PARAMS) {                                  \
         const RoundsArgs a{points, sorted, start, item, acc, pref, ent, state, prod, partial, ns, NT, r, nvisit, ncont, flags}; \
-        for (uint32_t i = 0; i < nthreads; i++) rounds_thread<F, FIN, STEP>(a, thread_at(i, nthreads, order));        \
+        for (uint32_t i = 0; i < nthreads; i++) rounds_thread<F, FIN, STEP>(a, host_order(i, nthreads, order));        \
     }
 #define ROUNDS_HOST_PARAMS                                                                                           \
     const uint32_t *points, const uint32_t *sorted, const uint32_t *start, const uint32_t *item, uint32_t *acc,      \
@@ -26,14 +18,14 @@ static uint32_t thread_at(uint32_t i, uint32_t n, int order) {
 #define HOST_BINV(NAME, F)                                                                                            \
     void host_##NAME##_binv_up(uint32_t nthreads, int order, const uint32_t* vals, uint32_t* pre, uint32_t M,         \
                                uint32_t T, uint32_t* up) {                                                              \
-        for (uint32_t i = 0; i < nthreads; i++) binv_up<F>(vals, pre, M, T, thread_at(i, nthreads, order), up);        \
+        for (uint32_t i = 0; i < nthreads; i++) binv_up<F>(vals, pre, M, T, host_order(i, nthreads, order), up);        \
     }                                                                                                                  \
     void host_##NAME##_binv_top(uint32_t nthreads, int order, uint32_t* vals, uint32_t* pre, uint32_t M, uint32_t T) { \
-        for (uint32_t i = 0; i < nthreads; i++) binv_top<F>(vals, pre, M, T, thread_at(i, nthreads, order));           \
+        for (uint32_t i = 0; i < nthreads; i++) binv_top<F>(vals, pre, M, T, host_order(i, nthreads, order));           \
     }                                                                                                                  \
     void host_##NAME##_binv_down(uint32_t nthreads, int order, uint32_t* vals, const uint32_t* pre, uint32_t M,       \
                                  uint32_t T, const uint32_t* up) {                                                      \
-        for (uint32_t i = 0; i < nthreads; i++) binv_down<F>(vals, pre, M, T, thread_at(i, nthreads, order), up);      \
+        for (uint32_t i = 0; i < nthreads; i++) binv_down<F>(vals, pre, M, T, host_order(i, nthreads, order), up);      \
     }
 
 extern "C" {

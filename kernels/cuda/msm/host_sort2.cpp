@@ -4,15 +4,7 @@
 // depended on the order of the reservations or of the shared atomics would be seen.
 // tests/test_cuda_host_sort2.py drives it through kernels/cuda/msm_sort2.py.
 #include "sort2.cuh"
-
-static uint32_t nth(uint32_t i, uint32_t n, int order) {
-    if (order == 1) return n - 1 - i;
-    if (order == 2) {
-        const uint32_t odd = n / 2;
-        return i < odd ? 2 * i + 1 : 2 * (i - odd);
-    }
-    return i;
-}
+#include "host_order.cuh"
 
 extern "C" {
 void host_msm_sort2_bin(uint32_t blocks, uint32_t threads, int order, const uint32_t* canon, const uint32_t* idx, uint32_t m,
@@ -22,19 +14,19 @@ void host_msm_sort2_bin(uint32_t blocks, uint32_t threads, int order, const uint
     static sort2::BinShared s;
     static sort2::BinLane lanes[SORT2_THREADS];
     for (uint32_t bi = 0; bi < blocks; bi++) {
-        const uint32_t blk = nth(bi, blocks, order), g = blk % nw, tile = blk / nw;
+        const uint32_t blk = host_order(bi, blocks, order), g = blk % nw, tile = blk / nw;
         const sort2::BinArgs a = sort2::bin_args(canon, idx, m, c, w0, g, wnb, wplan, fill, stage, stride, count, overflow);
-        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_clear(a, s, nth(t, SORT2_THREADS, order));
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_clear(a, s, host_order(t, SORT2_THREADS, order));
         for (uint32_t t = 0; t < SORT2_THREADS; t++) {
-            const uint32_t tid = nth(t, SORT2_THREADS, order);
+            const uint32_t tid = host_order(t, SORT2_THREADS, order);
             sort2::bin_digits(a, s, tile, tid, lanes[tid]);
         }
-        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_reserve(a, s, nth(t, SORT2_THREADS, order));
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_reserve(a, s, host_order(t, SORT2_THREADS, order));
         int i = 0;
         for (uint32_t d = 1; d < SORT2_THREADS; d <<= 1, i++)
-            for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_scan_step(s, nth(t, SORT2_THREADS, order), d, i);
-        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_group(a, s, lanes[nth(t, SORT2_THREADS, order)]);
-        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_write(a, s, nth(t, SORT2_THREADS, order));
+            for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_scan_step(s, host_order(t, SORT2_THREADS, order), d, i);
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_group(a, s, lanes[host_order(t, SORT2_THREADS, order)]);
+        for (uint32_t t = 0; t < SORT2_THREADS; t++) sort2::bin_write(a, s, host_order(t, SORT2_THREADS, order));
     }
 }
 
@@ -45,10 +37,10 @@ void host_msm_sort2_place(uint32_t blocks, uint32_t threads, int order, const ui
     const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow};
     static uint32_t cnt[SORT2_FINE_MAX];
     for (uint32_t bi = 0; bi < blocks; bi++) {
-        const uint32_t bin = nth(bi, blocks, order);
-        for (uint32_t t = 0; t < threads; t++) sort2::place_clear(a, cnt, nth(t, threads, order), threads);
-        for (uint32_t t = 0; t < threads; t++) sort2::place_entries(a, cnt, bin, nth(t, threads, order), threads);
-        for (uint32_t t = 0; t < threads; t++) sort2::place_counts(a, cnt, bin, nth(t, threads, order), threads);
+        const uint32_t bin = host_order(bi, blocks, order);
+        for (uint32_t t = 0; t < threads; t++) sort2::place_clear(a, cnt, host_order(t, threads, order), threads);
+        for (uint32_t t = 0; t < threads; t++) sort2::place_entries(a, cnt, bin, host_order(t, threads, order), threads);
+        for (uint32_t t = 0; t < threads; t++) sort2::place_counts(a, cnt, bin, host_order(t, threads, order), threads);
     }
 }
 }
