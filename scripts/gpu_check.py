@@ -101,8 +101,9 @@ def parse_bench(spec: list[str]) -> tuple[dict[str, list[int]], dict[int, list[i
 
 def bench_sort2(lgs: list[int], repeat: int, log: Tee, rows: list[dict[str, Any]]) -> None:
     """G1 over its endomorphism table (GLV-split from msm.GLV_MIN_TAIL on, as H's), at each size
-    with the one-pass sort into runs and then the two-pass one with pass 1 for 1, 2 and 3 windows
-    at a time (msm_sort2.WINDOWS_PER_PASS): each total and its 'sort' phase."""
+    with the one-pass sort into runs and then the two-pass one, pass 2 per bin (pass 1 for 2
+    windows at a time) and flat (pass 1 for 1, 2 and 3: msm_sort2.WINDOWS_PER_PASS, PLACE): each
+    total and its 'sort' phase."""
     import cupy as cp
 
     from kernels.cuda import msm_sort2
@@ -111,26 +112,27 @@ def bench_sort2(lgs: list[int], repeat: int, log: Tee, rows: list[dict[str, Any]
 
     ext = endo_table(distinct_points_device("g1", 1 << max(lgs)))
     pts = ext[: ext.shape[0] // 2]
-    default = msm_sort2.WINDOWS_PER_PASS
+    default, default_place = msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE
+    # (windows a pass 1, pass 2's form); 0 windows: the one-pass sort
+    cases = [(0, "-"), (2, "bins"), (1, "flat"), (2, "flat"), (3, "flat")]
     for lg in lgs:
         got = {}
-        for per in (0, 1, 2, 3):  # 0: the one-pass sort; else the two passes, pass 1 for `per` windows at a time
-            msm_sort2.WINDOWS_PER_PASS = per or default
+        for per, place in cases:
+            msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE = per or default, place if per else default_place
             try:
                 r = bench_msm("g1", lg, repeat, points=pts, endo=ext, sort_runs=True, sort_two_pass=per > 0)
             finally:
-                msm_sort2.WINDOWS_PER_PASS = default
-            r["sort2_windows"] = per
-            got[per] = r
+                msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE = default, default_place
+            r["sort2_windows"], r["sort2_place"] = per, place
+            got[(per, place)] = r
             ph = r.get("phases_ms") or {}
-            what = f"two passes, {per} window(s) a pass 1" if per else "one pass"
+            what = f"two passes, {per} window(s) a pass 1, pass 2 {place}" if per else "one pass"
             log(f"G1 MSM 2^{lg}{' GLV' if r['glv'] else ''} window {r['window']}, {what} (sort {r['sort']}): {r['ms']:.2f} ms; "
                 f"sort phase {ph.get('sort', float('nan')):.2f} ms; phases {ph}")
             rows.append(r)
-        sorts = {k: v.get("phases_ms", {}).get("sort", float("nan")) for k, v in got.items()}
-        log(f"G1 MSM 2^{lg} sort into runs: one pass {sorts[0]:.2f} ms, two passes {sorts[1]:.2f} / {sorts[2]:.2f} / "
-            f"{sorts[3]:.2f} ms (1 / 2 / 3 windows a pass 1); totals {got[0]['ms']:.2f} against "
-            f"{got[1]['ms']:.2f} / {got[2]['ms']:.2f} / {got[3]['ms']:.2f} ms")
+        line = ", ".join(f"{'one pass' if per == 0 else f'{per}w {place}'} {r.get('phases_ms', {}).get('sort', float('nan')):.2f}"
+                         f" (total {r['ms']:.2f})" for (per, place), r in got.items())
+        log(f"G1 MSM 2^{lg} sort into runs, ms: {line}")
     del pts, ext
     cp.get_default_memory_pool().free_all_blocks()
 

@@ -97,9 +97,10 @@ def model(vals: list[int], idx: list[int] | None, c: int, wnb: np.ndarray, wcap:
 
 
 def two_pass(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, vals: list[int], idx: list[int] | None, c: int,
-             lay: tuple[np.ndarray, np.ndarray, np.ndarray, int], windows: int | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+             lay: tuple[np.ndarray, np.ndarray, np.ndarray, int], windows: int | None = None, place: str | None = None
+             ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The driver over the host kernels; pass 1 for ``windows`` windows at a time (by default a
-    random one of 1, 2, 3 and 5)."""
+    random one of 1, 2, 3 and 5), pass 2 in the form ``place`` (by default a random one)."""
     rng = random.Random()
     fake_device(monkeypatch, lib, rng)
     wbase, wcap, wnb, total = lay
@@ -111,7 +112,7 @@ def two_pass(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, vals: list[int],
     sorted_ = np.full(max(total, 1), 0xDEADBEEF, np.uint32)
     overflow = np.zeros(1, np.uint32)
     assert msm_sort2.scatter_runs(canon, idx_arg, m, c, wbase, wcap, wnb, count, sorted_, overflow,
-                                  windows=windows or rng.choice([1, 2, 3, 5]))
+                                  windows=windows or rng.choice([1, 2, 3, 5]), place=place or rng.choice(["flat", "bins"]))
     return count, sorted_, bool(overflow[0])
 
 
@@ -139,11 +140,12 @@ def bin_overflows(count: np.ndarray, c: int, wnb: np.ndarray, wcap: np.ndarray, 
 
 
 def check(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, vals: list[int], idx: list[int] | None, c: int,
-          lay: tuple[np.ndarray, np.ndarray, np.ndarray, int], windows: int | None = None) -> tuple[bool, bool]:
+          lay: tuple[np.ndarray, np.ndarray, np.ndarray, int], windows: int | None = None, place: str | None = None
+          ) -> tuple[bool, bool]:
     """Two passes against the model; (model's overflow, two passes' overflow)."""
     wbase, wcap, wnb, _ = lay
     want_count, want_runs, want_over = model(vals, idx, c, wnb, wcap)
-    count, sorted_, over = two_pass(lib, monkeypatch, vals, idx, c, lay, windows)
+    count, sorted_, over = two_pass(lib, monkeypatch, vals, idx, c, lay, windows, place)
     assert np.array_equal(count, want_count)  # every entry counted, overflow or not
     if want_over:
         assert over
@@ -155,24 +157,26 @@ def check(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, vals: list[int], id
     return want_over, over
 
 
+@pytest.mark.parametrize("place", ["flat", "bins"])
 @pytest.mark.parametrize("c", [5, 9, 12, 16])
-def test_random_scalars_every_window(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, c: int) -> None:
+def test_random_scalars_every_window(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, c: int, place: str) -> None:
     """Full-length scalars (the top window's few buckets included), a tile that ends mid-block,
     fine bins of 1 to 128 buckets, pass 1 for three windows at a time; and the same through an
-    index list that skips and repeats, one window at a time."""
+    index list that skips and repeats, one window at a time; either form of pass 2."""
     rng = random.Random()
     m = 3 * 2048 + rng.randrange(1, 2048)
     vals = [rng.randrange(R_MOD) for _ in range(m)]
     vals[:3] = [R_MOD - 1, 0, 1]
     nwin = -(-256 // c)
     lay = layout(m, c, nwin, R_MOD - 1)
-    assert check(lib, monkeypatch, vals, None, c, lay, windows=3) == (False, False)  # 3 does not divide nwin
+    assert check(lib, monkeypatch, vals, None, c, lay, windows=3, place=place) == (False, False)  # 3 does not divide nwin
     idx = [rng.randrange(m) for _ in range(m // 3)]
     lay = layout(len(idx), c, nwin, R_MOD - 1)
-    assert check(lib, monkeypatch, vals, idx, c, lay, windows=1) == (False, False)
+    assert check(lib, monkeypatch, vals, idx, c, lay, windows=1, place=place) == (False, False)
 
 
-def test_glv_halves_window_22(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("place", ["flat", "bins"])
+def test_glv_halves_window_22(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, place: str) -> None:
     """H's case: halves below GLV_BOUND in six 22-bit windows, 256 coarse bins of 8192 buckets,
     the top window's runs for its first (GLV_BOUND >> 110) + 1 buckets only (runs of 6 entries:
     a few thousand entries over 2^21 buckets)."""
@@ -183,7 +187,7 @@ def test_glv_halves_window_22(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch)
     c = 22
     lay = layout(m, c, -(-GLV_BITS // c), GLV_BOUND, cap=6)
     assert int(lay[2][-1]) == (GLV_BOUND >> 110) + 1 < 1 << 21
-    assert check(lib, monkeypatch, vals, None, c, lay) == (False, False)
+    assert check(lib, monkeypatch, vals, None, c, lay, place=place) == (False, False)
 
 
 def test_crowded_bucket_overflows(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -257,7 +261,10 @@ def test_declines_wide_windows_without_launching(lib: ctypes.CDLL, monkeypatch: 
     assert launches == []
     assert msm_sort2.scatter_runs(words([5]), np.uint64(0), 1, 22, one * 0, one * 20, one * 8, np.zeros(1 << 21, np.uint32),
                                   np.zeros(200, np.uint32), np.zeros(1, np.uint32))
-    assert launches == ["msm_sort2_bin", "msm_sort2_place"]
+    assert launches == ["msm_sort2_bin", "msm_sort2_place_flat" if msm_sort2.PLACE == "flat" else "msm_sort2_place"]
+    with pytest.raises(ValueError, match="flat.*bins.*'rows'"):
+        msm_sort2.scatter_runs(words([5]), np.uint64(0), 1, 22, one * 0, one * 20, one * 8, np.zeros(1 << 21, np.uint32),
+                               np.zeros(200, np.uint32), np.zeros(1, np.uint32), place="rows")
 
 
 def test_a_wrong_entry_is_seen(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:

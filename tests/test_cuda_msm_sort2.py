@@ -74,10 +74,10 @@ def _random_canon(m: int, bits: int) -> Any:
     return x
 
 
-def _sort_both(canon: Any, idx: Any, m: int, c: int, lay: tuple[np.ndarray, np.ndarray, np.ndarray, int], windows: int = 2
-               ) -> tuple[tuple[Any, Any, int], tuple[Any, Any, int]]:
+def _sort_both(canon: Any, idx: Any, m: int, c: int, lay: tuple[np.ndarray, np.ndarray, np.ndarray, int], windows: int = 2,
+               place: str | None = None) -> tuple[tuple[Any, Any, int], tuple[Any, Any, int]]:
     """(count, sorted, overflow) of the one-pass kernel and of the two passes (pass 1 for
-    ``windows`` windows at a time), same inputs."""
+    ``windows`` windows at a time, pass 2 in the form ``place``), same inputs."""
     import cupy as cp
 
     from kernels.cuda import msm, msm_sort2
@@ -92,7 +92,8 @@ def _sort_both(canon: Any, idx: Any, m: int, c: int, lay: tuple[np.ndarray, np.n
         sorted_ = cp.full(total, 0xFFFFFFFF, dtype=cp.uint32)
         over = cp.zeros(1, dtype=cp.uint32)
         if two:
-            assert msm_sort2.scatter_runs(canon, idx_arg, m, c, wbase, wcap, wnb, count, sorted_, over, windows=windows)
+            assert msm_sort2.scatter_runs(canon, idx_arg, m, c, wbase, wcap, wnb, count, sorted_, over, windows=windows,
+                                          place=place)
         else:
             grid = (-(-m // (256 * msm.SORT_PER_THREAD)), nwin)
             kernel("msm_g1", "msm_scatter_runs_w")(grid, (256,), (canon, idx_arg, np.uint32(m), np.int32(c), cp.asarray(wbase),
@@ -116,12 +117,13 @@ def _run_sets(count: Any, sorted_: Any, c: int, lay: tuple[np.ndarray, np.ndarra
     return rows
 
 
+@pytest.mark.parametrize("place", ["flat", "bins"])
 @pytest.mark.parametrize("c,bits,m,with_idx,windows", [(22, 127, 1 << 22, False, 2), (22, 127, 3 << 20, True, 1),
                                                       (20, 254, 1 << 21, False, 3)])
-def test_kernels_same_runs_and_counts(c: int, bits: int, m: int, with_idx: bool, windows: int) -> None:
+def test_kernels_same_runs_and_counts(c: int, bits: int, m: int, with_idx: bool, windows: int, place: str) -> None:
     """Random scalars below 2^bits (GLV-like halves of 127 bits, or 254 < log2 r), the largest
     among them; a tail that ends mid-tile; an index list that skips and repeats; pass 1 for 1, 2
-    or 3 windows at a time (3 does not divide 13): identical
+    or 3 windows at a time (3 does not divide 13); either form of pass 2: identical
     count[], the same entries in every run. The runs are sized for 2^bits - 1 (sized for a
     larger bound, the top window's buckets would get more than their mean)."""
     import cupy as cp
@@ -136,7 +138,7 @@ def test_kernels_same_runs_and_counts(c: int, bits: int, m: int, with_idx: bool,
     n_entries = m if with_idx else rows
     nwin = -(-(GLV_BITS if bits == 127 else 256) // c)
     lay = _unbounded_runs(n_entries, c, nwin, bound)
-    (c1, s1, o1), (c2, s2, o2) = _sort_both(canon, idx, n_entries, c, lay, windows)
+    (c1, s1, o1), (c2, s2, o2) = _sort_both(canon, idx, n_entries, c, lay, windows, place)
     assert o1 == 0 and o2 == 0
     assert bool(cp.array_equal(c1, c2))
     assert int(c1.sum()) > n_entries * (nwin - 1)  # digits in every window (few zeros)
@@ -148,7 +150,8 @@ def test_kernels_same_runs_and_counts(c: int, bits: int, m: int, with_idx: bool,
     assert not all(bool(cp.array_equal(a, b)) for a, b in zip(r1, _run_sets(c2, s2, c, lay)))
 
 
-def test_kernels_overflow_counts_whole() -> None:
+@pytest.mark.parametrize("place", ["flat", "bins"])
+def test_kernels_overflow_counts_whole(place: str) -> None:
     """A crowded bucket: both flag overflow and count[] is the whole histogram either way (the
     exact sort reads it)."""
     import cupy as cp
@@ -157,6 +160,6 @@ def test_kernels_overflow_counts_whole() -> None:
     canon = _random_canon(m, 128)
     canon[:5000] = canon[0]
     lay = _unbounded_runs(m, c, 6, 1 << 128)
-    (c1, _, o1), (c2, _, o2) = _sort_both(canon, None, m, c, lay)
+    (c1, _, o1), (c2, _, o2) = _sort_both(canon, None, m, c, lay, place=place)
     assert o1 == 1 and o2 == 1
     assert bool(cp.array_equal(c1, c2))

@@ -40,6 +40,12 @@ SORT_TWO_PASS = os.environ.get("SEALTOP_SORT_TWO_PASS", "1") == "1"
 # area (8 bytes an entry) each. 2: 97.5 ms at H's size against 100.3 with 1 and 96.7 with 3 (which
 # costs another 2.2 GB of staging for 0.8 ms).
 WINDOWS_PER_PASS = int(os.environ.get("SEALTOP_SORT2_WINDOWS", "2"))
+# Pass 2's form (SEALTOP_SORT2_PLACE): "flat", one thread a staged entry in bin order, its run
+# position by an atomic on count[] (sort2.cuh place_flat: the runs being written stay in L2), or
+# "bins", one block a coarse bin with shared counters.
+PLACE = os.environ.get("SEALTOP_SORT2_PLACE", "flat")
+FLAT_THREADS = 256  # the flat pass 2's block (sort2.cuh: SORT2_FLAT_THREADS)
+PLACE_PER = 4  # staged entries a thread of pass 2 (sort2.cuh: SORT2_PLACE_PER)
 THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SORT2_THREADS)
 FINE_MAX = 8192  # fine buckets a coarse bin at most (pass 2's shared counters)
 
@@ -110,13 +116,17 @@ def staging_bytes(plans: list[WindowPlan], windows: int = 1) -> int:
 
 
 def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wcap: np.ndarray, wnb: np.ndarray,
-                 count: Any, sorted_: Any, overflow: Any, windows: int | None = None) -> bool:
+                 count: Any, sorted_: Any, overflow: Any, windows: int | None = None, place: str | None = None) -> bool:
     """msm_scatter_runs_w's work in two passes: sorted_ (the runs of msm.bucket_runs' layout),
     count (zeros before: every entry counted after) and overflow (set when a run, a bin's
     staging area, or a bucket without a run would take an entry); pass 1 for ``windows``
-    (WINDOWS_PER_PASS) windows at a time, then pass 2 for each of them. False, with nothing
+    (WINDOWS_PER_PASS) windows at a time, then pass 2 for each of them, in the form ``place``
+    (PLACE: "flat" or "bins"). False, with nothing
     launched, where plan() declines (more than 2^21 buckets with runs in a window, c > 22): the
     caller runs the one-pass kernel."""
+    mode = place or PLACE
+    if mode not in ("flat", "bins"):
+        raise ValueError(f"the sort's pass 2 is 'flat' or 'bins' (SEALTOP_SORT2_PLACE), not {mode!r}")
     cp = _cp()
     plans = plan(m, c, wcap, wnb)
     if plans is None:
@@ -130,7 +140,8 @@ def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wc
     d_wnb = cp.asarray(np.asarray(wnb, np.uint32))
     d_plan = cp.asarray(np.array([(p.bincap, p.fb) for p in plans], np.uint32).reshape(-1))
     bin_k = kernel("msm_g1", "msm_sort2_bin")
-    place_k = kernel("msm_g1", "msm_sort2_place")
+    flat = mode == "flat" and max(p.nbins * p.bincap for p in plans) < 1 << 32
+    place_k = kernel("msm_g1", "msm_sort2_place_flat" if flat else "msm_sort2_place")
     for w0 in range(0, nwin, per):
         nw = min(per, nwin - w0)
         fill.fill(0)
@@ -138,9 +149,16 @@ def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wc
                                           d_plan, fill, stage, np.uint64(stride), count, overflow))
         for g in range(nw):
             w, p = w0 + g, plans[w0 + g]
-            if p.nbins:  # a window without runs had every entry counted and flagged in pass 1
-                place_k((p.nbins,), (_place_threads(),), (
-                    stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap), np.uint32(p.fb), np.uint32(wnb[w]),
-                    np.uint32(wbase[w]), np.uint32(wcap[w]), count[w * half:(w + 1) * half], sorted_, overflow))
+            if not p.nbins:  # a window without runs had every entry counted and flagged in pass 1
+                continue
+            tail = (np.uint32(wnb[w]), np.uint32(wbase[w]), np.uint32(wcap[w]), count[w * half:(w + 1) * half], sorted_,
+                    overflow)
+            if flat:
+                blocks = -(-p.nbins * p.bincap // (FLAT_THREADS * PLACE_PER))
+                place_k((blocks,), (FLAT_THREADS,), (stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap),
+                                                      np.uint32(p.nbins), *tail))
+            else:
+                place_k((p.nbins,), (_place_threads(),), (stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap),
+                                                          np.uint32(p.fb), *tail))
     del stage, fill, d_wnb, d_plan
     return True

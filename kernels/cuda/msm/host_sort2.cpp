@@ -1,4 +1,4 @@
-// Host build of sort2.cuh: msm_sort2_bin and msm_sort2_place run block by block, each phase's
+// Host build of sort2.cuh: msm_sort2_bin, msm_sort2_place and msm_sort2_place_flat run block by block, each phase's
 // threads one after another between the barriers, blocks and threads in an order picked by
 // `order` (0: first to last, 1: last to first, 2: odd ones, then even), so that a result that
 // depended on the order of the reservations or of the shared atomics would be seen.
@@ -34,13 +34,23 @@ void host_msm_sort2_place(uint32_t blocks, uint32_t threads, int order, const ui
                           uint32_t bincap, uint32_t fb, uint32_t nb, uint32_t wbase, uint32_t wcap, uint32_t* count,
                           uint32_t* sorted, uint32_t* overflow) {
     if (fb > 13 || (1u << fb) > SORT2_FINE_MAX) return;  // the kernel's shared counters
-    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow};
+    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow, blocks};
     static uint32_t cnt[SORT2_FINE_MAX];
     for (uint32_t bi = 0; bi < blocks; bi++) {
         const uint32_t bin = host_order(bi, blocks, order);
         for (uint32_t t = 0; t < threads; t++) sort2::place_clear(a, cnt, host_order(t, threads, order), threads);
         for (uint32_t t = 0; t < threads; t++) sort2::place_entries(a, cnt, bin, host_order(t, threads, order), threads);
         for (uint32_t t = 0; t < threads; t++) sort2::place_counts(a, cnt, bin, host_order(t, threads, order), threads);
+    }
+}
+
+void host_msm_sort2_place_flat(uint32_t blocks, uint32_t threads, int order, const uint32_t* stage, const uint32_t* fill,
+                               uint32_t bincap, uint32_t nbins, uint32_t nb, uint32_t wbase, uint32_t wcap, uint32_t* count,
+                               uint32_t* sorted, uint32_t* overflow) {
+    const sort2::PlaceArgs a{stage, fill, bincap, 0, nb, wbase, wcap, count, sorted, overflow, nbins};
+    for (uint32_t bi = 0; bi < blocks; bi++) {
+        const uint32_t blk = host_order(bi, blocks, order);
+        for (uint32_t t = 0; t < threads; t++) sort2::place_flat(a, blk, host_order(t, threads, order), threads);
     }
 }
 }

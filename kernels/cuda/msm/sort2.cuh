@@ -10,7 +10,10 @@
 //                            land together, and consecutive threads write consecutive words;
 //   pass 2 (msm_sort2_place) one block a coarse bin: shared counters for its 2^fb fine buckets, a
 //                            run position per staged entry by a shared atomic, the entry stored at
-//                            wbase + bucket * wcap + pos, then count[] += the bin's counters.
+//                            wbase + bucket * wcap + pos, then count[] += the bin's counters;
+//   or pass 2 flat           (msm_sort2_place_flat, msm_sort2.PLACE) one thread a staged entry in
+//                            bin order, its run position by a global atomic on count[] (see
+//                            place_flat for why).
 // count[] ends as msm_scatter_runs_w leaves it, every entry counted: an entry whose bucket has no
 // run (b >= nb) or that finds its bin's staging area full is counted in pass 1 by a global atomic
 // and sets *overflow (the caller then sorts again the exact way, from count); one that finds its
@@ -43,6 +46,7 @@
 #define SORT2_PLACE_THREADS 1024
 #endif
 #define SORT2_PLACE_PER 4  // staged entries a thread loads before its atomics and stores
+#define SORT2_FLAT_THREADS 256  // the flat pass 2's block
 #define SORT2_NONE 0xffffffffu
 
 namespace sort2 {
@@ -259,6 +263,7 @@ struct PlaceArgs {
     uint32_t* count;       // the window's counters
     uint32_t* sorted;
     uint32_t* overflow;
+    uint32_t nbins;        // the window's coarse bins (the flat pass's extent: nbins * bincap slots)
 };
 
 // Pass 2, phase 0: clear the bin's fine counters.
@@ -308,6 +313,45 @@ HD void place_counts(const PlaceArgs& a, const uint32_t* cnt, uint32_t bin, uint
     }
 }
 
+// Pass 2, flat (msm_sort2_place_flat): one thread a staging slot, the grid over the window's
+// staging area in bin order, each entry's run position by a returning atomic on count[] itself
+// (which so ends as the histogram, with no shared counters to add in). Why: in the per-bin pass
+// every block stores into its own bin's runs (7.7 MB at H's size) and all 256 bins run at once,
+// so the runs being written span the window's 1 GB and L2 writes each 32-byte sector back many
+// times, a few bytes each (ncu on the H200: 15 ms a window at 22% of DRAM bandwidth and 3% of
+// the SMs). Blocks start roughly in index order, so here the entries in flight are those of a
+// bin or two, whose runs and counters stay in L2 until their sectors are whole. An entry that
+// pass 1 could not stage was already counted into count[] with overflow set, so the positions
+// taken here need not allow for it (the caller then sorts the exact way).
+HD void place_flat(const PlaceArgs& a, uint32_t block, uint32_t tid, uint32_t nt) {
+    const uint32_t total = a.nbins * a.bincap;
+    const uint32_t first = block * (SORT2_PLACE_PER * nt) + tid;
+    uint32_t v[SORT2_PLACE_PER], b[SORT2_PLACE_PER], pos[SORT2_PLACE_PER];
+    UNROLL for (int k = 0; k < SORT2_PLACE_PER; k++) {
+        const uint32_t i = first + k * nt;
+        b[k] = SORT2_NONE;
+        if (i >= total) continue;
+        const uint32_t bin = i / a.bincap, slot = i - bin * a.bincap;
+        const uint32_t n = a.fill[bin] < a.bincap ? a.fill[bin] : a.bincap;
+        if (slot >= n) continue;
+#ifdef __CUDACC__
+        const uint2 e = __ldcs(reinterpret_cast<const uint2*>(a.stage) + i);
+        v[k] = e.x;
+        b[k] = e.y;
+#else
+        v[k] = a.stage[2 * (uint64_t)i];
+        b[k] = a.stage[2 * (uint64_t)i + 1];
+#endif
+    }
+    UNROLL for (int k = 0; k < SORT2_PLACE_PER; k++)
+        if (b[k] != SORT2_NONE) pos[k] = add(&a.count[b[k]], 1u);
+    UNROLL for (int k = 0; k < SORT2_PLACE_PER; k++) {
+        if (b[k] == SORT2_NONE) continue;
+        if (b[k] < a.nb && pos[k] < a.wcap) a.sorted[a.wbase + (uint64_t)b[k] * a.wcap + pos[k]] = v[k];
+        else *a.overflow = 1;
+    }
+}
+
 }  // namespace sort2
 
 #if defined(__CUDACC__) && defined(MSM_GENERIC_KERNELS)
@@ -349,12 +393,21 @@ __global__ void __launch_bounds__(SORT2_PLACE_THREADS) msm_sort2_place(const uin
                                                                       uint32_t wbase, uint32_t wcap, uint32_t* count,
                                                                       uint32_t* sorted, uint32_t* overflow) {
     __shared__ uint32_t cnt[SORT2_FINE_MAX];
-    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow};
+    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow, gridDim.x};
     sort2::place_clear(a, cnt, threadIdx.x, blockDim.x);
     __syncthreads();
     sort2::place_entries(a, cnt, blockIdx.x, threadIdx.x, blockDim.x);
     __syncthreads();
     sort2::place_counts(a, cnt, blockIdx.x, threadIdx.x, blockDim.x);
+}
+
+// Pass 2, flat, for one window: block k takes staging slots k * SORT2_PLACE_PER * blockDim.x on.
+__global__ void __launch_bounds__(SORT2_FLAT_THREADS) msm_sort2_place_flat(const uint32_t* stage, const uint32_t* fill,
+                                                                          uint32_t bincap, uint32_t nbins, uint32_t nb,
+                                                                          uint32_t wbase, uint32_t wcap, uint32_t* count,
+                                                                          uint32_t* sorted, uint32_t* overflow) {
+    const sort2::PlaceArgs a{stage, fill, bincap, 0, nb, wbase, wcap, count, sorted, overflow, nbins};
+    sort2::place_flat(a, blockIdx.x, threadIdx.x, blockDim.x);
 }
 
 }  // extern "C"
