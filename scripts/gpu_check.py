@@ -112,17 +112,19 @@ def bench_sort2(lgs: list[int], repeat: int, log: Tee, rows: list[dict[str, Any]
 
     ext = endo_table(distinct_points_device("g1", 1 << max(lgs)))
     pts = ext[: ext.shape[0] // 2]
-    default, default_place = msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE
-    # (windows a pass 1, pass 2's form); 0 windows: the one-pass sort
-    cases = [(0, "-"), (2, "bins"), (1, "flat"), (2, "flat"), (3, "flat")]
+    saved = msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE, msm_sort2.FLAT_RUNS_BYTES
+    # (windows a pass 1, pass 2's form, the flat pass's MB of runs in flight); 0 windows: one pass
+    cases = [(0, "-", 0), (2, "bins", 0), (2, "flat", 0), (2, "flat", 12), (2, "flat", 24), (2, "flat", 48), (3, "flat", 24)]
     for lg in lgs:
         got = {}
-        for per, place in cases:
-            msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE = per or default, place if per else default_place
+        for per, place, mb in cases:
+            if per:
+                msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE, msm_sort2.FLAT_RUNS_BYTES = per, place, mb << 20
             try:
                 r = bench_msm("g1", lg, repeat, points=pts, endo=ext, sort_runs=True, sort_two_pass=per > 0)
             finally:
-                msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE = default, default_place
+                msm_sort2.WINDOWS_PER_PASS, msm_sort2.PLACE, msm_sort2.FLAT_RUNS_BYTES = saved
+            place = f"flat {mb} MB" if place == "flat" else place
             r["sort2_windows"], r["sort2_place"] = per, place
             got[(per, place)] = r
             ph = r.get("phases_ms") or {}

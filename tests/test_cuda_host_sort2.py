@@ -52,6 +52,8 @@ def fake_device(monkeypatch: pytest.MonkeyPatch, lib: ctypes.CDLL, rng: random.R
 
     monkeypatch.setattr(msm_sort2, "_cp", lambda: _NumpyAsCupy)
     monkeypatch.setattr(msm_sort2, "kernel", kernel)
+    # the flat pass in 1 to 7 stripes (a bin's runs are a few hundred bytes at these sizes)
+    monkeypatch.setattr(msm_sort2, "FLAT_RUNS_BYTES", rng.choice([0, 1 << 10, 1 << 12, 1 << 14]))
     return launches
 
 
@@ -283,3 +285,32 @@ def test_a_wrong_entry_is_seen(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
     assert runs_of(sorted_, count, c, lay[0], lay[1]) != want_runs
     count[g] -= 1
     assert not np.array_equal(count, want_count)
+
+
+@pytest.mark.parametrize("stripes_bytes", [0, 1 << 11, 1 << 40])
+def test_flat_pass_in_stripes(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, stripes_bytes: int) -> None:
+    """The flat pass 2 with one stripe, several (a chunk count that the stripes do not divide),
+    and one stripe a bin: the same runs and counts as the model."""
+    rng = random.Random()
+    c, m = 9, 7 * 1024 + rng.randrange(1, 1024)
+    vals = [rng.randrange(R_MOD) for _ in range(m)]
+    lay = layout(m, c, -(-256 // c), R_MOD - 1)
+    monkeypatch.setattr(msm_sort2, "FLAT_RUNS_BYTES", stripes_bytes)
+    plans = msm_sort2.plan(m, c, lay[1], lay[2])
+    assert plans is not None
+    stripes = msm_sort2.flat_stripes(plans[0], int(lay[1][0]))
+    assert stripes == {0: 1, 1 << 11: stripes, 1 << 40: plans[0].nbins}[stripes_bytes]
+    if stripes_bytes == 1 << 11:
+        assert 1 < stripes < plans[0].nbins
+    fake_device(monkeypatch, lib, rng)
+    monkeypatch.setattr(msm_sort2, "FLAT_RUNS_BYTES", stripes_bytes)  # fake_device picks its own
+    wbase, wcap, wnb, total = lay
+    want_count, want_runs, want_over = model(vals, None, c, wnb, wcap)
+    count = np.zeros(len(wnb) << (c - 1), np.uint32)
+    sorted_ = np.full(total, 0xDEADBEEF, np.uint32)
+    overflow = np.zeros(1, np.uint32)
+    assert msm_sort2.scatter_runs(words(vals), np.uint64(0), m, c, wbase, wcap, wnb, count, sorted_, overflow, windows=2,
+                                  place="flat")
+    assert not want_over and not overflow[0]
+    assert np.array_equal(count, want_count)
+    assert runs_of(sorted_, count, c, wbase, wcap) == want_runs

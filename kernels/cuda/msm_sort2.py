@@ -44,6 +44,11 @@ WINDOWS_PER_PASS = int(os.environ.get("SEALTOP_SORT2_WINDOWS", "2"))
 # position by an atomic on count[] (sort2.cuh place_flat: the runs being written stay in L2), or
 # "bins", one block a coarse bin with shared counters.
 PLACE = os.environ.get("SEALTOP_SORT2_PLACE", "flat")
+# The flat pass walks its staging area in stripes side by side (sort2.cuh place_flat): as many as
+# keep the runs of the bins in flight within FLAT_RUNS_BYTES (SEALTOP_SORT2_FLAT_BYTES; L2 holds
+# 50 MB on the H200), at least one. More stripes spread the atomics over more counters; fewer
+# keep the runs being written in L2.
+FLAT_RUNS_BYTES = int(os.environ.get("SEALTOP_SORT2_FLAT_BYTES", str(24 << 20)))
 FLAT_THREADS = 256  # the flat pass 2's block (sort2.cuh: SORT2_FLAT_THREADS)
 PLACE_PER = 4  # staged entries a thread of pass 2 (sort2.cuh: SORT2_PLACE_PER)
 THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SORT2_THREADS)
@@ -109,6 +114,12 @@ def plan(m: int, c: int, wcap: np.ndarray, wnb: np.ndarray) -> list[WindowPlan] 
     return out
 
 
+def flat_stripes(p: WindowPlan, wcap: int) -> int:
+    """The flat pass 2's stripes for a window: as many bins in flight as keep their runs (2^fb
+    buckets of wcap 4-byte entries each) within FLAT_RUNS_BYTES, at least 1, at most its bins."""
+    return max(1, min(p.nbins, FLAT_RUNS_BYTES // max(1, (4 * wcap) << p.fb)))
+
+
 def staging_bytes(plans: list[WindowPlan], windows: int = 1) -> int:
     """Device bytes of the staging buffer for ``windows`` windows at a time (reused by the next
     ones): 8 an entry, each window's area as large as the largest."""
@@ -154,9 +165,10 @@ def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wc
             tail = (np.uint32(wnb[w]), np.uint32(wbase[w]), np.uint32(wcap[w]), count[w * half:(w + 1) * half], sorted_,
                     overflow)
             if flat:
-                blocks = -(-p.nbins * p.bincap // (FLAT_THREADS * PLACE_PER))
-                place_k((blocks,), (FLAT_THREADS,), (stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap),
-                                                      np.uint32(p.nbins), *tail))
+                chunks = -(-p.nbins * p.bincap // (FLAT_THREADS * PLACE_PER))
+                stripes = flat_stripes(p, int(wcap[w]))
+                place_k((stripes * -(-chunks // stripes),), (FLAT_THREADS,), (
+                    stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap), np.uint32(p.nbins), np.uint32(stripes), *tail))
             else:
                 place_k((p.nbins,), (_place_threads(),), (stage[g * stride:], fill[g * THREADS:], np.uint32(p.bincap),
                                                           np.uint32(p.fb), *tail))

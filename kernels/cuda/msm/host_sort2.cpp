@@ -34,7 +34,7 @@ void host_msm_sort2_place(uint32_t blocks, uint32_t threads, int order, const ui
                           uint32_t bincap, uint32_t fb, uint32_t nb, uint32_t wbase, uint32_t wcap, uint32_t* count,
                           uint32_t* sorted, uint32_t* overflow) {
     if (fb > 13 || (1u << fb) > SORT2_FINE_MAX) return;  // the kernel's shared counters
-    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow, blocks};
+    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow, blocks, 1};
     static uint32_t cnt[SORT2_FINE_MAX];
     for (uint32_t bi = 0; bi < blocks; bi++) {
         const uint32_t bin = host_order(bi, blocks, order);
@@ -45,9 +45,9 @@ void host_msm_sort2_place(uint32_t blocks, uint32_t threads, int order, const ui
 }
 
 void host_msm_sort2_place_flat(uint32_t blocks, uint32_t threads, int order, const uint32_t* stage, const uint32_t* fill,
-                               uint32_t bincap, uint32_t nbins, uint32_t nb, uint32_t wbase, uint32_t wcap, uint32_t* count,
-                               uint32_t* sorted, uint32_t* overflow) {
-    const sort2::PlaceArgs a{stage, fill, bincap, 0, nb, wbase, wcap, count, sorted, overflow, nbins};
+                               uint32_t bincap, uint32_t nbins, uint32_t stripes, uint32_t nb, uint32_t wbase, uint32_t wcap,
+                               uint32_t* count, uint32_t* sorted, uint32_t* overflow) {
+    const sort2::PlaceArgs a{stage, fill, bincap, 0, nb, wbase, wcap, count, sorted, overflow, nbins, stripes};
     for (uint32_t bi = 0; bi < blocks; bi++) {
         const uint32_t blk = host_order(bi, blocks, order);
         for (uint32_t t = 0; t < threads; t++) sort2::place_flat(a, blk, host_order(t, threads, order), threads);

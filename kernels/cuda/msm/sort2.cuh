@@ -264,6 +264,7 @@ struct PlaceArgs {
     uint32_t* sorted;
     uint32_t* overflow;
     uint32_t nbins;        // the window's coarse bins (the flat pass's extent: nbins * bincap slots)
+    uint32_t stripes;      // the flat pass's stripes (see place_flat)
 };
 
 // Pass 2, phase 0: clear the bin's fine counters.
@@ -320,12 +321,20 @@ HD void place_counts(const PlaceArgs& a, const uint32_t* cnt, uint32_t bin, uint
 // so the runs being written span the window's 1 GB and L2 writes each 32-byte sector back many
 // times, a few bytes each (ncu on the H200: 15 ms a window at 22% of DRAM bandwidth and 3% of
 // the SMs). Blocks start roughly in index order, so here the entries in flight are those of a
-// bin or two, whose runs and counters stay in L2 until their sectors are whole. An entry that
-// pass 1 could not stage was already counted into count[] with overflow set, so the positions
-// taken here need not allow for it (the caller then sorts the exact way).
+// bin or two, whose runs and counters stay in L2 until their sectors are whole. But the entries
+// in flight then share few counters (at 8192 buckets a bin, ~128 atomics on one address at once,
+// which L2 serializes), so the staging area is cut into `stripes` stripes walked side by side:
+// block k takes chunk k / stripes of stripe k % stripes (a chunk: SORT2_PLACE_PER * nt slots),
+// so about `stripes` bins are in flight, each with 1 / stripes of the entries; the caller picks
+// the stripes so that their runs still fit L2. An entry that pass 1 could not stage was already
+// counted into count[] with overflow set, so the positions taken here need not allow for it (the
+// caller then sorts the exact way).
 HD void place_flat(const PlaceArgs& a, uint32_t block, uint32_t tid, uint32_t nt) {
-    const uint32_t total = a.nbins * a.bincap;
-    const uint32_t first = block * (SORT2_PLACE_PER * nt) + tid;
+    const uint32_t total = a.nbins * a.bincap, chunk = SORT2_PLACE_PER * nt;
+    const uint32_t chunks = (total + chunk - 1) / chunk, per = (chunks + a.stripes - 1) / a.stripes;
+    const uint32_t c = (block % a.stripes) * per + block / a.stripes;
+    if (block / a.stripes >= per || c >= chunks) return;
+    const uint32_t first = c * chunk + tid;
     uint32_t v[SORT2_PLACE_PER], b[SORT2_PLACE_PER], pos[SORT2_PLACE_PER];
     UNROLL for (int k = 0; k < SORT2_PLACE_PER; k++) {
         const uint32_t i = first + k * nt;
@@ -393,7 +402,7 @@ __global__ void __launch_bounds__(SORT2_PLACE_THREADS) msm_sort2_place(const uin
                                                                       uint32_t wbase, uint32_t wcap, uint32_t* count,
                                                                       uint32_t* sorted, uint32_t* overflow) {
     __shared__ uint32_t cnt[SORT2_FINE_MAX];
-    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow, gridDim.x};
+    const sort2::PlaceArgs a{stage, fill, bincap, fb, nb, wbase, wcap, count, sorted, overflow, gridDim.x, 1};
     sort2::place_clear(a, cnt, threadIdx.x, blockDim.x);
     __syncthreads();
     sort2::place_entries(a, cnt, blockIdx.x, threadIdx.x, blockDim.x);
@@ -401,12 +410,12 @@ __global__ void __launch_bounds__(SORT2_PLACE_THREADS) msm_sort2_place(const uin
     sort2::place_counts(a, cnt, blockIdx.x, threadIdx.x, blockDim.x);
 }
 
-// Pass 2, flat, for one window: block k takes staging slots k * SORT2_PLACE_PER * blockDim.x on.
+// Pass 2, flat, for one window: stripes * ceil(chunks / stripes) blocks (see place_flat).
 __global__ void __launch_bounds__(SORT2_FLAT_THREADS) msm_sort2_place_flat(const uint32_t* stage, const uint32_t* fill,
-                                                                          uint32_t bincap, uint32_t nbins, uint32_t nb,
-                                                                          uint32_t wbase, uint32_t wcap, uint32_t* count,
-                                                                          uint32_t* sorted, uint32_t* overflow) {
-    const sort2::PlaceArgs a{stage, fill, bincap, 0, nb, wbase, wcap, count, sorted, overflow, nbins};
+                                                                          uint32_t bincap, uint32_t nbins, uint32_t stripes,
+                                                                          uint32_t nb, uint32_t wbase, uint32_t wcap,
+                                                                          uint32_t* count, uint32_t* sorted, uint32_t* overflow) {
+    const sort2::PlaceArgs a{stage, fill, bincap, 0, nb, wbase, wcap, count, sorted, overflow, nbins, stripes};
     sort2::place_flat(a, blockIdx.x, threadIdx.x, blockDim.x);
 }
 
