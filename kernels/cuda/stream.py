@@ -17,13 +17,9 @@ copy that follows finds its data ready.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 _local = threading.local()
-_shared: dict[int, Any] = {}
-_shared_lock = threading.Lock()
 
 
 def cupy_module() -> Any:
@@ -46,40 +42,6 @@ def thread_stream() -> Any:
     if st is None:
         st = streams[dev] = cp.cuda.Stream(non_blocking=False)
     return st
-
-
-def device_stream() -> Any:
-    """One stream of the current device shared by the threads that take turns on it (made on
-    first use): see ``on_stream``."""
-    cp = cupy_module()
-    dev = cp.cuda.Device().id
-    with _shared_lock:
-        st = _shared.get(dev)
-        if st is None:
-            st = _shared[dev] = cp.cuda.Stream(non_blocking=False)
-        return st
-
-
-@contextmanager
-def on_stream(stream: Any) -> Iterator[None]:
-    """``thread_stream()`` answers ``stream`` in the calling thread until the block ends.
-
-    Why: CuPy's memory pool keeps a stream's freed blocks for allocations on that same stream.
-    Prover slots that take turns at the GPU, each on its own stream, would each find the other's
-    freed working set (tens of GB at porep-32g) out of reach, and every call would free the
-    pool's cache (a device-wide synchronize) and allocate it again; calls made on one shared
-    stream reuse it."""
-    cp = cupy_module()
-    dev = cp.cuda.Device().id
-    thread_stream()  # make sure the map exists
-    streams = _local.streams
-    saved = streams.get(dev)
-    streams[dev] = stream
-    try:
-        with stream:
-            yield
-    finally:
-        streams[dev] = saved
 
 
 def settle() -> None:
