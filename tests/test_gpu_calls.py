@@ -153,6 +153,45 @@ def test_a_placed_witness_is_the_witness_itself_on_the_cpu_and_refused_beside_ho
         compact.abc_and_h(rc, compact.PlacedWitness(131, 0, {}), 16, cpu, [])
 
 
+def test_a_turn_stream_is_one_stream_for_every_thread_inside_it(monkeypatch) -> None:
+    """kernels/cuda/stream.py with a stand-in for CuPy: inside turn_stream every thread's
+    thread_stream() is the one shared stream (so the pool's blocks freed by one call serve the
+    next); outside, each thread has its own again."""
+    from types import SimpleNamespace
+
+    from kernels.cuda import stream
+
+    made: list[object] = []
+    dev = random.randrange(8)
+
+    def new_stream(non_blocking: bool = False) -> object:
+        made.append(object())
+        return made[-1]
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Device=lambda: SimpleNamespace(id=dev), Stream=new_stream))
+    monkeypatch.setattr(stream, "cupy_module", lambda: fake)
+    monkeypatch.setattr(stream, "_shared", {})
+    seen: dict[str, tuple[object, object, object]] = {}
+    turn = threading.Lock()
+    name = f"t{secrets.randbits(32)}"
+
+    def slot(me: str) -> None:
+        own = stream.thread_stream()
+        with turn, stream.turn_stream(name):
+            inside = stream.thread_stream()
+        seen[me] = (own, inside, stream.thread_stream())
+
+    threads = [threading.Thread(target=slot, args=(f"s{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (own0, in0, after0), (own1, in1, after1) = seen["s0"], seen["s1"]
+    assert in0 is in1 and own0 is not own1  # one stream for the turn, each slot's own outside
+    assert after0 is own0 and after1 is own1 and in0 not in (own0, own1)
+    assert len(made) == 3
+
+
 def test_two_serial_slots_prove_a_job_that_verifies(tmp_path) -> None:
     cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=2,
                        gpu_slots_per_device=2, gpu_calls="serial", param_cache=str(tmp_path),

@@ -552,15 +552,19 @@ class PlacedWitness:
 
 def place_witness(w: CompactWitness, backend: Any) -> CompactWitness | PlacedWitness:
     """``w`` where ``backend`` evaluates: on a device backend its arrays uploaded on the calling
-    thread's stream (kernels/cuda/abc.py ``upload``); on a host backend ``w`` itself (there is
-    nothing to place)."""
+    thread's stream (kernels/cuda/abc.py ``upload``) and waited for, so a call on another stream
+    (kernels/cuda/stream.py ``turn_stream``) may read them; on a host backend ``w`` itself
+    (there is nothing to place)."""
     if not backend.is_device:
         return w
     from kernels.cuda import abc as dev
     from kernels.cuda.stream import thread_stream
 
-    with thread_stream():
-        return PlacedWitness(w.num_vars, w.nbytes(), dev.upload(w.arrays()))
+    st = thread_stream()
+    with st:
+        placed = PlacedWitness(w.num_vars, w.nbytes(), dev.upload(w.arrays()))
+    st.synchronize()  # releases the GIL: another slot's call goes on meanwhile
+    return placed
 
 
 def abc_and_h(rc: ResidentCompact, w: CompactWitness | PlacedWitness, n: int, backend: Any,

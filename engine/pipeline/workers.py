@@ -218,6 +218,13 @@ class _ProverState:
         self.gpu_calls = spec.gpu_calls
         self.serial = spec.gpu_calls == "serial"
         self.turn: AbstractContextManager[Any] = threading.Lock() if self.serial else nullcontext()
+        # the turn's calls share one stream, so CuPy's pool (per stream) hands each call the
+        # blocks the previous one freed (kernels/cuda/stream.py); each slot's own stream else
+        self.call_stream: Callable[[], AbstractContextManager[Any]] = nullcontext
+        if self.serial and self.backend.is_device:
+            from kernels.cuda.stream import turn_stream
+
+            self.call_stream = turn_stream
         self.keys_lock = threading.Lock()
         self.finalize_q: queue.Queue = queue.Queue()
         self.unmap_q: queue.Queue = queue.Queue()
@@ -326,14 +333,12 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
                     mapped[k] = Attached(spec)
                     inputs[k] = mapped[k].array
             trace.stamp("attach")
-            e_pre = state.backend.mark() if prover_trace.ENABLED else None
             handle, wait_ms, call_ms = _take_turn(state, trace, proving.start, pk, inputs["a"],
                                                   inputs["b"], inputs["c"], inputs["z"],
                                                   state.backend)
             timings = dict(proving.kernel_timings(handle))
             timings["gpu_call"], timings["gpu_wait"] = call_ms, wait_ms
-            if e_pre is not None:
-                trace.extra["gpu_span_ms"] = state.backend.elapsed_ms(e_pre, state.backend.mark())
+            if prover_trace.ENABLED:
                 trace.extra["kernels_ms"] = sum(timings.get(g, 0.0) for g in START_GROUPS)
             _reply_gpu_done(state, key, timings, t_recv, trace)
             inputs.clear()
@@ -358,11 +363,14 @@ def _take_turn(state: _ProverState, trace: Any, call: Callable[..., Any], *args:
     runs holding the prover's turn (gpu_calls = "serial": one call at a time; "parallel": no
     wait). The wait is reported apart (gpu_wait), so gpu_host stays the slot's own host time."""
     t_wait = time.perf_counter()
-    with state.turn:
+    with state.turn, state.call_stream():
         t0 = time.perf_counter()
         trace.stamp("turn")
+        e_pre = state.backend.mark() if prover_trace.ENABLED else None  # on the call's stream
         out = call(*args, **kwargs)
         t1 = time.perf_counter()
+        if e_pre is not None:
+            trace.extra["gpu_span_ms"] = state.backend.elapsed_ms(e_pre, state.backend.mark())
     trace.stamp("call")
     return out, _ms(t_wait, t0), _ms(t0, t1)
 
