@@ -137,6 +137,23 @@ def test_serial_slots_take_turns_and_parallel_ones_do_not(monkeypatch, abc_eval:
         assert got == sorted((len(z), z.tobytes()) for z in zs.values())
 
 
+def test_a_traced_slot_names_its_wait_for_the_turn(monkeypatch, capsys) -> None:
+    """SEALTOP_PROVER_TRACE's line: the wait is its own step ("turn") before the call's."""
+    import json
+
+    from engine.pipeline import prover_trace
+
+    monkeypatch.setattr(prover_trace, "ENABLED", True)
+    _, replies, _ = _run_slots(monkeypatch, "serial", "cpu", parts=2)
+    lines = [json.loads(ln.split(" ", 1)[1]) for ln in capsys.readouterr().err.splitlines()
+             if ln.startswith("prover-trace ")]
+    assert sorted(ln["key"] for ln in lines) == [[1, 0, 0], [1, 1, 0]]
+    waited = max(r.timings["gpu_wait"] for r in replies)
+    for ln in lines:
+        assert list(ln["steps"])[-3:] == ["turn", "call", "sent"] and "gpu_span_ms" in ln
+    assert max(ln["steps"]["turn"]["ms"] for ln in lines) >= waited
+
+
 def test_a_placed_witness_is_the_witness_itself_on_the_cpu_and_refused_beside_host_matrices() -> None:
     from kernels.backend import get_backend
 

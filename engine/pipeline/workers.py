@@ -183,8 +183,8 @@ class ProverSpec:
     or ``cpu0``), the backend it loads, the device it selects (None on a host backend), how
     many partitions it holds at once, its two queues (tasks in, replies out), the
     orchestrator's pid, which it dies with, and how its slots share the GPU (``gpu_calls``:
-    "parallel", calls side by side, or "serial", one call at a time). The supervisor builds it (Supervisor.prover_spec);
-    it crosses into the process as the one argument of :func:`prover_main`, so it must pickle:
+    "parallel", calls side by side, or "serial", one call at a time). The supervisor builds it
+    (Supervisor.prover_spec); it crosses into the process as the one argument of :func:`prover_main`, so it must pickle:
     plain values, and multiprocessing queues, which pickle while a process is being spawned."""
 
     name: str
@@ -359,9 +359,9 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
 def _take_turn(state: _ProverState, trace: Any, call: Callable[..., Any], *args: Any,
                **kwargs: Any) -> tuple[Any, float, float]:
     """(what ``call(*args, **kwargs)`` returned, ms waited for the turn at the GPU, ms of the
-    call): the call
-    runs holding the prover's turn (gpu_calls = "serial": one call at a time; "parallel": no
-    wait). The wait is reported apart (gpu_wait), so gpu_host stays the slot's own host time."""
+    call): the call runs holding the prover's turn (gpu_calls = "serial": one call at a time,
+    on the turn's shared stream on a device; "parallel": no wait, the slot's own stream). The
+    wait is reported apart (gpu_wait), so gpu_host stays the slot's own host time."""
     t_wait = time.perf_counter()
     with state.turn, state.call_stream():
         t0 = time.perf_counter()
