@@ -35,6 +35,10 @@ NEEDS = ("any", "cpu", "cuda")  # which farm hosts a job may run on
 # auto: each GPU's synthesis workers run on the CPUs of its NUMA node (engine.pipeline.placement;
 # every allowed CPU where sysfs does not say); off: workers run wherever the kernel puts them
 NUMA_PLACEMENT = ("auto", "off")
+# parallel: each prover slot's GPU call runs beside the others' (a working set on the GPU per
+# slot); serial: a GPU's slots take turns, one call at a time, a waiting slot reading, parsing and
+# uploading its next witness meanwhile (engine.pipeline.workers)
+GPU_CALLS = ("parallel", "serial")
 
 _UNITS = {
     "": 1,
@@ -261,6 +265,9 @@ class EngineConfig:
         knob=Knob(apply="_apply_channel", label="Channel", keys=("c", "C"), farm_slots=True))
     gpu_slots_per_device: int = setting("engine", 1, _count(1, 16),
                                         "partitions each GPU proves at once")
+    gpu_calls: str = setting("engine", "parallel", _choice(GPU_CALLS),
+                             "how a GPU's slots share it: calls side by side (parallel), or one "
+                             "at a time while the others read and upload their next (serial)")
     memory_budget: int = setting(
         "engine", 0, parse_size, "bytes of partition buffers; 0 = unlimited", unit="bytes",
         knob=Knob(apply="_apply_budget", label="Budget", keys=("m", "M"), step=GiB, least=GiB,

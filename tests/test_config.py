@@ -41,6 +41,16 @@ def test_abc_eval_defaults_to_cpu_and_takes_gpu():
         parse_config('[engine]\nabc_eval = "both"\n', "f.toml")
 
 
+def test_gpu_calls_defaults_to_parallel_and_takes_serial():
+    assert parse_config("").gpu_calls == "parallel"
+    assert parse_config('[engine]\ngpu_calls = "serial"\n').gpu_calls == "serial"
+    with pytest.raises(ConfigError,
+                       match=r"^f.toml:2: engine.gpu_calls: must be one of parallel, serial, got 'turns'$"):
+        parse_config('[engine]\ngpu_calls = "turns"\n', "f.toml")
+    with pytest.raises(ConfigError, match=r"^f.toml:2: engine.gpu_calls: must be one of parallel, serial, got 2$"):
+        parse_config('[engine]\ngpu_calls = 2\n', "f.toml")
+
+
 def test_full_file_round_trip():
     cfg = parse_config(
         """
@@ -212,7 +222,8 @@ _INTS = {"partition_workers": (1, 256), "gpu_channel_capacity": (1, 256),
 _CHOICES = {"backend": ("auto", "cpu", "cuda"), "permit_release": ("delivered", "synthesized"),
             "dealloc": ("async", "sync"), "b_g2": ("auto", "cpu", "gpu"), "abc_eval": ("cpu", "gpu"),
             "stall_action": ("report", "retry"), "damaged_key": ("refuse", "regenerate"),
-            "needs": ("any", "cpu", "cuda"), "numa_placement": ("auto", "off")}
+            "needs": ("any", "cpu", "cuda"), "numa_placement": ("auto", "off"),
+            "gpu_calls": ("parallel", "serial")}
 _SECONDS = {"sample_interval_s": (0.01, 3600), "stall_after_s": (1, 86400)}
 _STRINGS = ("param_cache", "preset")
 

@@ -192,7 +192,7 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
     from engine.pipeline.engine import Engine, Job
 
     def device_choice(circuit, cache_dir, backend_name="cpu", progress=None, damaged="refuse",
-                      devices=None, slots=1, params=""):
+                      devices=None, slots=1, params="", gpu_calls="parallel"):
         return proving.device_source(circuit, str(proving.circuit_dir(cache_dir))), None
 
     monkeypatch.setattr(proving, "key_source", device_choice)

@@ -260,13 +260,13 @@ def test_dealloc_intervals(params, mode):
     first = [e for e in evs if e["kind"] == "sample"][0]
     last = [e for e in evs if e["kind"] == "sample"][-1]
     assert first["shm_bytes"] == last["shm_bytes"] == 0  # memory back to its baseline
-    # The wrapper's layers: dispatch + prover host + call + return (+ dealloc when sync). The
-    # prover stamps dispatch's end and return's start with its own clock; a clock that did not
-    # agree with the orchestrator's would push one of the two below zero (clamped to 0 here),
-    # and a missing layer would break the sum.
+    # The wrapper's layers: dispatch + prover host + wait for the turn (~0: parallel calls) + call
+    # + return (+ dealloc when sync). The prover stamps dispatch's end and return's start with
+    # its own clock; a clock that did not agree with the orchestrator's would push one of the two
+    # below zero (clamped to 0 here), and a missing layer would break the sum.
     for r in summary.partitions(evs).values():
         m = r.ms
-        parts = m["gpu_dispatch"] + m["gpu_host"] + m["gpu_call"] + m["gpu_return"]
+        parts = m["gpu_dispatch"] + m["gpu_host"] + m["gpu_wait"] + m["gpu_call"] + m["gpu_return"]
         parts += m["dealloc"] if mode == "sync" else 0.0
         assert all(m[k] > 0 for k in ("gpu_dispatch", "gpu_host", "gpu_return")), m
         assert abs(parts - m["gpu_wrapper"]) < 0.5, (parts, m["gpu_wrapper"])

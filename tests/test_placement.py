@@ -261,7 +261,7 @@ def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path
         return fake
 
     def device_choice(circuit, cache_dir, backend_name="cpu", progress=None, damaged="refuse",
-                      devices=None, slots=1, params=""):
+                      devices=None, slots=1, params="", gpu_calls="parallel"):
         return proving.device_source(circuit, str(proving.circuit_dir(cache_dir))), None
 
     monkeypatch.setattr(engine_mod, "host_plan", host_plan)

@@ -106,7 +106,7 @@ def compare_table(a: DashboardState, b: DashboardState, name_a: str, name_b: str
 def knob_line(s: DashboardState) -> str:
     c = s.config
     keys = ("backend", "partition_workers", "gpu_channel_capacity", "gpu_slots_per_device",
-            "permit_release", "dealloc", "preset")
+            "gpu_calls", "permit_release", "dealloc", "preset")  # a key a session lacks is left off
     return "  ".join(f"{k}={c.get(k)}" for k in keys if k in c)
 
 

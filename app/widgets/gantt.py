@@ -173,7 +173,8 @@ def kernel_split(job: JobState, pal: Palette, width: int | None = None) -> Text:
     if reasons:
         entries.append(((f"  reason: {reasons[0]}", pal.bad),))
     lines = _flow(entries, width, indent=" ", first="")
-    handoff = [(label, job.mean_ms(key)) for key, label in HANDOFF_KEYS]
+    handoff = [(label, job.mean_ms(key)) for key, label in HANDOFF_KEYS
+               if key not in OPTIONAL_HANDOFF or job.mean_ms(key) is not None]
     if any(v is not None for _, v in handoff):
         # the wrapper's time outside the prover's call, on a line of its own (sessions
         # recorded before these layers existed simply do not show it)
@@ -188,7 +189,10 @@ def kernel_split(job: JobState, pal: Palette, width: int | None = None) -> Text:
 
 
 # The wrapper's layers outside the prover's call (engine/events.py), as the detail view names them.
-HANDOFF_KEYS = (("gpu_dispatch", "dispatch"), ("gpu_host", "prover host"), ("gpu_return", "return"))
+HANDOFF_KEYS = (("gpu_dispatch", "dispatch"), ("gpu_host", "prover host"), ("gpu_wait", "turn wait"),
+                ("gpu_return", "return"))
+# layers a session may not have recorded (gpu_wait: before the gpu_calls setting), left off then
+OPTIONAL_HANDOFF = frozenset(("gpu_wait",))
 
 
 __all__ = ["gantt", "layered_timers", "kernel_split", "ALL_STAGES"]

@@ -135,7 +135,8 @@ def prove_start(
     a, b, c and z may be numpy arrays or kernels.stored.StoredArray (read by backend.place).
 
     ``compact`` = (resident compact matrices, compact witness) (engine.groth16.compact;
-    abc_eval = "gpu") takes the place of a, b and c (None): the witness is uploaded, z expanded
+    abc_eval = "gpu") takes the place of a, b and c (None): the witness is uploaded (unless
+    compact.place_witness placed it already: its "upload" group then measures ~0), z expanded
     and a, b, c evaluated on the backend straight into H's input (the "abc" group); ``z`` is
     then None, or the host z when B2 is to run on another backend."""
     n = pk.domain_size

@@ -157,6 +157,7 @@ class Engine:
             self._ctx, self._results, self._backend, config.gpu_slots_per_device,
             self._synth_threads, self._prover_started, self._gave_up, mains,
             synth_cpus=self._synth_cpus, prover_cpus=self._prover_cpus,
+            gpu_calls=config.gpu_calls,
         )
         self.placement: Placement | None = None  # set by start() (numa_placement = "auto")
         self._stall = StallWatch(self.config.stall_after_s)
@@ -419,7 +420,8 @@ class Engine:
         params = self.config.filecoin_params if job.preset in C2_PRESETS else ""
         key = self._keys.ensure(job.preset, circuit, self.config.param_cache_path(),
                                 self._backend, self.progress, self.config.damaged_key,
-                                self.config.devices, self.config.gpu_slots_per_device, params)
+                                self.config.devices, self.config.gpu_slots_per_device, params,
+                                self.config.gpu_calls)
         jid = self._records.next_id()
         t = self._emit(
             lambda t: events.job_submitted(t, jid, job.preset, job.partitions, circuit.constraints,
@@ -962,6 +964,7 @@ class Engine:
         timings = res.timings
         p.timers.set("gpu_call", timings.get("gpu_call"))
         p.timers.set("gpu_host", timings.get("gpu_host"))
+        p.timers.set("gpu_wait", timings.get("gpu_wait"))
         for k in events.KERNEL_KEYS:
             p.timers.set(k, timings.get(k))
         if self.config.dealloc == "sync":

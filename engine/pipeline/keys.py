@@ -56,6 +56,7 @@ class KeyRegistry:
         devices: list[int] | None = None,
         slots: int = 1,
         params: str = "",
+        gpu_calls: str = "parallel",
     ) -> KeyFile:
         """The key of ``preset``, made (setup), read from the parameter cache or imported from
         Filecoin's parameter files (``params``) once per preset: reading a large key takes
@@ -63,7 +64,7 @@ class KeyRegistry:
         with self._lock:
             if preset not in self._files:
                 source, vk = proving.key_source(circuit, cache, backend, progress, damaged,
-                                                devices, slots, params)
+                                                devices, slots, params, gpu_calls)
                 self._files[preset] = KeyFile(source, vk)
             return self._files[preset]
 

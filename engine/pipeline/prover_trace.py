@@ -2,11 +2,11 @@
 
 With SEALTOP_PROVER_TRACE set, each prover slot writes one line per partition to stderr,
 ``prover-trace {json}``. For each step between consecutive stamps (task received, key found,
-segments attached or opened, GPU call returned, gpu_done sent) it gives the wall time, the slot thread's
-CPU time and its involuntary context switches: a step whose wall time exceeds its CPU time was
-waiting (a lock, the GIL, the scheduler). It also lists the garbage collector's pauses inside
-the partition (their count and total, and each of 1 ms or more), and the GPU's own span from
-just before the call to just after it. Off (the default), every function here returns at once.
+segments attached or opened, turn at the GPU taken, GPU call returned, gpu_done sent) it gives
+the wall time, the slot thread's CPU time and its involuntary context switches: a step whose
+wall time exceeds its CPU time was waiting (a lock, the GIL, the scheduler). It also lists the
+garbage collector's pauses inside the partition (their count and total, and each of 1 ms or
+more), and the GPU's own span from just before the call to just after it (on the call's stream). Off (the default), every function here returns at once.
 
 It found both causes of the last wrapper - kernels gap on the H200 (docs/BENCHMARKS.md): mmaps
 that waited on an unmap (wall time with no CPU time), and a pageable copy in the finalize thread
@@ -15,6 +15,7 @@ that held the CUDA context (a call longer than the GPU's span).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -73,7 +74,10 @@ class SlotTrace:
             "long": [{"at_ms": round((t - t_first) * 1e3, 1), "ms": round(ms, 2), "gen": g}
                      for t, ms, g in inside if ms >= 1.0],
         }
-        line = {"key": list(self.key), "thread": threading.current_thread().name, "steps": steps,
+        key = self.key  # a PartKey (a dataclass: not iterable) or a tuple
+        if dataclasses.is_dataclass(key) and not isinstance(key, type):
+            key = dataclasses.astuple(key)
+        line = {"key": list(key), "thread": threading.current_thread().name, "steps": steps,
                 "gc": gc_line, **self.extra}
         try:
             print("prover-trace " + json.dumps(line), file=sys.stderr, flush=True)

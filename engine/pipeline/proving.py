@@ -305,11 +305,16 @@ def parse_device_source(source: str) -> DeviceSource | None:
     return DeviceSource(preset, cache_dir, digest8)
 
 
-def device_bytes(r1cs: R1CS, slots: int = 1) -> tuple[int, int]:
-    """(key bytes, bytes per GPU slot) a device-made key and its partitions hold on the GPU:
-    the key's sections (docs/PLAN-32G.md's 70.16 GiB at porep-32g) plus H's GLV images (12 GiB
-    there), and per slot z, the uploaded a, b, c and the H step's two padded 3 x n batches
-    (39.6 GiB at porep-32g)."""
+def device_bytes(r1cs: R1CS, slots: int = 1, gpu_calls: str = "parallel",
+                 waiting: int | None = None) -> tuple[int, int]:
+    """(key bytes, bytes of the GPU's slots) a device-made key and its partitions hold on the
+    GPU: the key's sections (docs/PLAN-32G.md's 70.16 GiB at porep-32g) plus H's GLV images
+    (12 GiB there), and per call's working set z, the uploaded a, b, c and the H step's two
+    padded 3 x n batches (39.6 GiB at porep-32g). With gpu_calls = "parallel" every slot's call
+    runs at once: a working set per slot. With "serial" one call runs at a time: one working
+    set, plus per further slot what a slot waiting for its turn holds there, its uploaded
+    compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the bound of a
+    witness whose every value is general, engine.groth16.compact.WitnessLayout)."""
     from engine.groth16.keyfile import key_file_size
     from engine.groth16.qap import domain_log
 
@@ -317,7 +322,25 @@ def device_bytes(r1cs: R1CS, slots: int = 1) -> tuple[int, int]:
     # the key's sections, and H's endomorphism images beside its table (prove.resident_tables)
     key = key_file_size(r1cs.num_inputs, r1cs.num_aux, r1cs.num_constraints) + 96 * (n - 1)
     slot = 32 * r1cs.num_vars + 3 * 32 * r1cs.num_constraints + 2 * 3 * 32 * n
-    return key, slot * max(1, slots)
+    slots = max(1, slots)
+    if gpu_calls != "serial":
+        return key, slot * slots
+    if waiting is None:
+        from engine.groth16.compact import WitnessLayout
+
+        waiting = WitnessLayout(r1cs.num_vars, r1cs.num_vars).nbytes
+    return key, slot + waiting * (slots - 1)
+
+
+def waiting_bytes(circuit: Any) -> int:
+    """Bytes a slot waiting for its turn holds on the GPU (gpu_calls = "serial"): its uploaded
+    compact witness, at most the segment the circuit's layout reserves (its general capacity
+    where the preset knows one, engine.synthesis.compact_layout; else every variable general)."""
+    from engine.groth16.compact import WitnessLayout
+
+    nv = circuit.r1cs.num_vars
+    cap = getattr(circuit, "general_capacity", None)
+    return WitnessLayout(nv, nv if cap is None else int(cap)).nbytes
 
 
 def _nvml_free(index: int) -> int | None:
@@ -335,14 +358,16 @@ def check_device_room(
     devices: list[int],
     slots: int,
     probe: Callable[[int], int | None] | None = None,
+    gpu_calls: str = "parallel",
 ) -> None:
     """Raise KeyRoomError (one line: the GPU, free vs needed bytes) unless every GPU in
-    ``devices`` has room for ``circuit``'s device-made key, ``slots`` slots' buffers and the
-    allowance. A GPU whose free memory cannot be read is not refused here (the prover checks
-    again with the CUDA runtime's own figure before it makes the key)."""
+    ``devices`` has room for ``circuit``'s device-made key, ``slots`` slots' buffers (as
+    ``gpu_calls`` shares the GPU among them, :func:`device_bytes`) and the allowance. A GPU whose
+    free memory cannot be read is not refused here (the prover checks again with the CUDA
+    runtime's own figure before it makes the key)."""
     from engine.groth16.keyfile import KeyRoomError
 
-    key, per_slots = device_bytes(circuit.r1cs, slots)
+    key, per_slots = device_bytes(circuit.r1cs, slots, gpu_calls, waiting_bytes(circuit))
     need = key + per_slots + DEVICE_ALLOWANCE
     probe = probe or _nvml_free
     for d in devices:
@@ -350,7 +375,7 @@ def check_device_room(
         if free is not None and free < need:
             raise KeyRoomError(
                 f"GPU {d} cannot hold the device-made proving key of {circuit.name}: {need} bytes "
-                f"needed (key {key}, {slots} slot(s) {per_slots}, allowance {DEVICE_ALLOWANCE}), "
+                f"needed (key {key}, {slots} slot(s), {gpu_calls} calls, {per_slots}, allowance {DEVICE_ALLOWANCE}), "
                 f"{free} free; is another engine's key on it?"
             )
 
@@ -364,6 +389,7 @@ def key_source(
     devices: list[int] | None = None,
     slots: int = 1,
     params: str = "",
+    gpu_calls: str = "parallel",
 ) -> tuple[str, Any]:
     """(source, verifying key or None) of ``circuit``'s proving key. The key file when it is in
     the cache or the disk has room for it (:func:`ensure_key`, setup included); otherwise, on the
@@ -381,7 +407,7 @@ def key_source(
         cache_dir.mkdir(parents=True, exist_ok=True)
         _check_room(circuit, path, backend_name)
     except KeyRoomError as exc:
-        check_device_room(circuit, list(devices or [0]), slots)
+        check_device_room(circuit, list(devices or [0]), slots, gpu_calls=gpu_calls)
         if progress is not None:
             progress(f"{exc.args[0].split('; ')[0]}; each prover generates it in GPU memory "
                      "instead (INSECURE TEST PARAMETERS, from the seed)")
@@ -411,13 +437,15 @@ def make_device_key(
     backend: Any,
     slots: int = 1,
     progress: Callable[[str], None] | None = None,
+    gpu_calls: str = "parallel",
 ) -> tuple[LoadedKey, Any]:
     """(loaded key, verifying key) of a device source: the circuit from the cache, the key made
     by device_setup straight into the backend's memory and its queries made resident (progress:
     one line per step with its seconds: the circuit, its digest, each setup phase, the resident
     tables, the verifying key). Sections the MSMs read compacted (rows of points at infinity left
     out) drop their full arrays, so only the compacted tables stay. Refuses (KeyRoomError, one
-    line) when the device has less free memory than the key and ``slots`` slots need."""
+    line) when the device has less free memory than the key and ``slots`` slots need (shared as
+    ``gpu_calls`` says, :func:`device_bytes`)."""
     from engine.groth16.keyfile import SECTIONS, KeyFileError, KeyRoomError
     from engine.groth16.prove import resident_tables
     from engine.groth16.setup import BIG_SECTIONS, device_setup
@@ -439,7 +467,7 @@ def make_device_key(
         raise KeyFileError(f"the circuit of {src.preset} in {src.cache_dir} is another build "
                            f"(digest {digest8}, the engine's {src.digest8})")
     say(f"circuit digest {digest8}: the engine's ({time.perf_counter() - t0:.2f} s)")
-    key, per_slots = device_bytes(r, slots)
+    key, per_slots = device_bytes(r, slots, gpu_calls, waiting_bytes(circuit))
     need = key + per_slots + DEVICE_ALLOWANCE
     free = device_free(backend)
     if free is not None and free < need:
@@ -469,11 +497,12 @@ def load_source(
     backend: Any,
     slots: int = 1,
     progress: Callable[[str], None] | None = None,
+    gpu_calls: str = "parallel",
 ) -> tuple[LoadedKey, Any]:
     """(loaded key, verifying key or None) from a key source: a device source is generated on
     the backend's device (:func:`make_device_key`, with its verifying key, which the engine has
     no other way to know); a key file's path is loaded (:func:`load_key`; the engine read its
     verifying key from the file already)."""
     if parse_device_source(source) is not None:
-        return make_device_key(source, backend, slots, progress)
+        return make_device_key(source, backend, slots, progress, gpu_calls)
     return load_key(source, backend), None

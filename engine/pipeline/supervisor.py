@@ -82,14 +82,17 @@ class Supervisor:
         mains: WorkerMains | None = None,
         synth_cpus: Callable[[int], tuple[int, ...] | None] | None = None,
         prover_cpus: Callable[[int | None], tuple[int, ...] | None] | None = None,
+        gpu_calls: str = "parallel",
     ) -> None:
         """``synth_cpus(n)`` is the CPU set of the n-th synthesis worker started (NUMA
         placement; None = unbound): its numba threads are capped at that set's size too.
-        ``prover_cpus(dev)`` is the CPU set device ``dev``'s prover is bound to once started."""
+        ``prover_cpus(dev)`` is the CPU set device ``dev``'s prover is bound to once started.
+        ``gpu_calls`` is how each prover's slots share its GPU (the setting of that name)."""
         self._ctx = ctx
         self._results = results
         self._backend = backend
         self._slots = slots
+        self._gpu_calls = gpu_calls
         self._synth_threads = synth_threads
         self._on_prover_started = on_prover_started
         self._on_give_up = on_give_up
@@ -136,7 +139,7 @@ class Supervisor:
         one place a prover's start is decided."""
         return ProverSpec(name=prover_name(dev), backend=self._backend, device=dev,
                           slots=self._slots, tasks=tasks, results=self._results,
-                          parent_pid=os.getpid())
+                          parent_pid=os.getpid(), gpu_calls=self._gpu_calls)
 
     def spawn_prover(self, dev: int | None) -> Worker:
         tasks = self._ctx.Queue()

@@ -14,7 +14,10 @@ Stop ends a worker.
 
 The prover runs ``gpu_slots_per_device`` slot threads that share one loaded proving key, and one
 finalize thread per process that runs the B2/assembly half so a slot is free for the next
-partition as soon as its GPU half is done.
+partition as soon as its GPU half is done. With ``gpu_calls = "serial"`` the slots take turns at
+the GPU (one call at a time per process): a slot reads, parses and (compact witness, device
+backend) uploads its next partition before it waits for its turn, so that host work overlaps
+another slot's call, and only one call's working set is on the GPU at a time.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,9 +181,10 @@ def _warm_synthesis() -> None:
 class ProverSpec:
     """Everything a prover process is started with, in one typed value: its name (``gpu<N>``,
     or ``cpu0``), the backend it loads, the device it selects (None on a host backend), how
-    many partitions it proves at once, its two queues (tasks in, replies out) and the
-    orchestrator's pid, which it dies with. The supervisor builds it (Supervisor.prover_spec);
-    it crosses into the process as the one argument of :func:`prover_main`, so it must pickle:
+    many partitions it holds at once, its two queues (tasks in, replies out), the
+    orchestrator's pid, which it dies with, and how its slots share the GPU (``gpu_calls``:
+    "parallel", calls side by side, or "serial", one call at a time). The supervisor builds it
+    (Supervisor.prover_spec); it crosses into the process as the one argument of :func:`prover_main`, so it must pickle:
     plain values, and multiprocessing queues, which pickle while a process is being spawned."""
 
     name: str
@@ -189,10 +194,13 @@ class ProverSpec:
     tasks: Any
     results: Any
     parent_pid: int | None = None
+    gpu_calls: str = "parallel"
 
 
 class _ProverState:
-    """What one prover process holds: the backend, loaded keys and the finalize queue."""
+    """What one prover process holds: the backend, loaded keys, the finalize queue and the
+    turn at the GPU (a lock the slots take around their call with gpu_calls = "serial", a null
+    context with "parallel")."""
 
     def __init__(self, spec: ProverSpec):
         from kernels.backend import backend_class, get_backend
@@ -207,6 +215,16 @@ class _ProverState:
         self.compacts: dict[str, Any] = {}  # preset -> resident compact matrices
         self.vks: dict[str, Any] = {}  # verifying keys of keys generated here (device sources)
         self.slots = spec.slots
+        self.gpu_calls = spec.gpu_calls
+        self.serial = spec.gpu_calls == "serial"
+        self.turn: AbstractContextManager[Any] = threading.Lock() if self.serial else nullcontext()
+        # the turn's calls share one stream, so CuPy's pool (per stream) hands each call the
+        # blocks the previous one freed (kernels/cuda/stream.py); each slot's own stream else
+        self.call_stream: Callable[[], AbstractContextManager[Any]] = nullcontext
+        if self.serial and self.backend.is_device:
+            from kernels.cuda.stream import turn_stream
+
+            self.call_stream = turn_stream
         self.keys_lock = threading.Lock()
         self.finalize_q: queue.Queue = queue.Queue()
         self.unmap_q: queue.Queue = queue.Queue()
@@ -227,8 +245,8 @@ class _ProverState:
             if path in self.keys:
                 return 0.0
             t0 = time.perf_counter()
-            self.keys[path], self.vks[path] = proving.load_source(path, self.backend, self.slots,
-                                                                  self.say(path))
+            self.keys[path], self.vks[path] = proving.load_source(
+                path, self.backend, self.slots, self.say(path), gpu_calls=self.gpu_calls)
             return _ms(t0, time.perf_counter())
 
     def compact(self, preset: str, cache_dir: str,
@@ -315,16 +333,12 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
                     mapped[k] = Attached(spec)
                     inputs[k] = mapped[k].array
             trace.stamp("attach")
-            e_pre = state.backend.mark() if prover_trace.ENABLED else None
-            t0 = time.perf_counter()
-            handle = proving.start(pk, inputs["a"], inputs["b"], inputs["c"], inputs["z"],
-                                   state.backend)
-            t1 = time.perf_counter()
-            trace.stamp("call")
+            handle, wait_ms, call_ms = _take_turn(state, trace, proving.start, pk, inputs["a"],
+                                                  inputs["b"], inputs["c"], inputs["z"],
+                                                  state.backend)
             timings = dict(proving.kernel_timings(handle))
-            timings["gpu_call"] = _ms(t0, t1)
-            if e_pre is not None:
-                trace.extra["gpu_span_ms"] = state.backend.elapsed_ms(e_pre, state.backend.mark())
+            timings["gpu_call"], timings["gpu_wait"] = call_ms, wait_ms
+            if prover_trace.ENABLED:
                 trace.extra["kernels_ms"] = sum(timings.get(g, 0.0) for g in START_GROUPS)
             _reply_gpu_done(state, key, timings, t_recv, trace)
             inputs.clear()
@@ -342,10 +356,32 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
                 att.close()
 
 
+def _take_turn(state: _ProverState, trace: Any, call: Callable[..., Any], *args: Any,
+               **kwargs: Any) -> tuple[Any, float, float]:
+    """(what ``call(*args, **kwargs)`` returned, ms waited for the turn at the GPU, ms of the
+    call): the call runs holding the prover's turn (gpu_calls = "serial": one call at a time,
+    on the turn's shared stream on a device; "parallel": no wait, the slot's own stream). The
+    wait is reported apart (gpu_wait), so gpu_host stays the slot's own host time."""
+    t_wait = time.perf_counter()
+    with state.turn, state.call_stream():
+        t0 = time.perf_counter()
+        trace.stamp("turn")
+        e_pre = state.backend.mark() if prover_trace.ENABLED else None  # on the call's stream
+        out = call(*args, **kwargs)
+        t1 = time.perf_counter()
+        if e_pre is not None:
+            trace.extra["gpu_span_ms"] = state.backend.elapsed_ms(e_pre, state.backend.mark())
+    trace.stamp("call")
+    return out, _ms(t_wait, t0), _ms(t0, t1)
+
+
 def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_recv: float,
                    mapped: dict[str, Attached]) -> None:
     """The GPU half from the compact witness (abc_eval = "gpu"): the segment read (a GPU
-    prover) or mapped (cpu), a, b, c evaluated where H runs; replies as the a, b, c path does."""
+    prover) or mapped (cpu), a, b, c evaluated where H runs; replies as the a, b, c path does.
+    With gpu_calls = "serial" the witness is placed on the device (uploaded on this slot's
+    stream) before the slot waits for its turn, so the upload overlaps another slot's call;
+    with "parallel" the call uploads it, as it always has."""
     from engine.groth16 import compact
     from engine.pipeline import proving
 
@@ -359,14 +395,13 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     rc = state.compact(task.preset, task.cache_dir)
     # B2 on the cpu reads z on the host: expanded there, the device keeps its own
     host_z = compact.expand_witness(w) if task.b_g2 == "cpu" and state.backend.is_device else None
+    placed = compact.place_witness(w, state.backend) if state.serial else w
     trace.stamp("attach")
-    t0 = time.perf_counter()
-    handle = proving.start(pk, None, None, None, host_z, state.backend, compact=(rc, w))
-    t1 = time.perf_counter()
-    trace.stamp("call")
+    handle, wait_ms, call_ms = _take_turn(state, trace, proving.start, pk, None, None, None,
+                                          host_z, state.backend, compact=(rc, placed))
     timings = dict(proving.kernel_timings(handle))
-    timings["gpu_call"] = _ms(t0, t1)
-    del w, words  # views of the mapping, which the unmap thread drops next
+    timings["gpu_call"], timings["gpu_wait"] = call_ms, wait_ms
+    del w, words, placed  # views of the mapping (the unmap thread drops it next), the upload
     _reply_gpu_done(state, task.key, timings, t_recv, trace)
     _pass_on(state, task, handle, [mapped.pop("w")] if "w" in mapped else [], None, pk, trace)
 
@@ -396,10 +431,12 @@ class _Finish:
 
 def _reply_gpu_done(state: _ProverState, key: PartKey, timings: dict[str, float],
                     t_recv: float, trace: Any) -> None:
-    """GpuDone for ``key``, with the slot's host time around the call and its monotonic
-    stamps, from which the orchestrator splits its wrapper timer."""
+    """GpuDone for ``key``, with the slot's host time around the call (its wait for the turn at
+    the GPU, gpu_wait, left out) and its monotonic stamps, from which the orchestrator splits its
+    wrapper timer."""
     t_sent = time.monotonic()
-    timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"])
+    timings["gpu_host"] = max(0.0, (t_sent - t_recv) * 1000.0 - timings["gpu_call"]
+                              - timings.get("gpu_wait", 0.0))
     timings["recv_mono"], timings["sent_mono"] = t_recv, t_sent
     state.results.put(GpuDone(state.name, key, timings))
     trace.stamp("sent")

@@ -67,8 +67,10 @@ KERNEL_KEYS = KERNEL_GROUPS  # the name the summaries and widgets have always us
 # Timer keys of a partition_timings event, in display order (milliseconds). The GPU wrapper (the
 # partition leaving the channel -> its GPU half done; dealloc too when dealloc = "sync") splits
 # into gpu_dispatch (handing the task to the prover process), gpu_host (the prover's own host
-# work around the call: attaching buffers, public inputs), gpu_call (the prover's call, whose
-# device time is the kernel groups) and gpu_return (the gpu_done message back).
+# work around the call: attaching buffers, public inputs), gpu_wait (the prover slot's wait for
+# its turn at the GPU: gpu_calls = "serial"; ~0 with "parallel"; absent in sessions recorded
+# before it), gpu_call (the prover's call, whose device time is the kernel groups) and
+# gpu_return (the gpu_done message back).
 TIMER_KEYS = (
     "queue",
     "witness",
@@ -77,6 +79,7 @@ TIMER_KEYS = (
     "gpu_wrapper",
     "gpu_dispatch",
     "gpu_host",
+    "gpu_wait",
     "gpu_call",
     "gpu_return",
     *KERNEL_GROUPS,

@@ -206,13 +206,15 @@ def steady_interval(done: Iterable[PartitionRecord]) -> float | None:
 
 def gap_split(done: Iterable[PartitionRecord], dealloc_in_wrapper: bool = False) -> dict[str, float]:
     """Where the wrapper's time beyond the kernels went, summed over partitions (ms): handing the
-    task to the prover (dispatch), the prover's host work around its call (host), the call's own
+    task to the prover (dispatch), the prover's host work around its call (host), its wait for
+    its turn at the GPU (wait: gpu_calls = "serial"), the call's own
     time outside the kernel groups (call - kernels), the gpu_done message back (return), and,
     with ``dealloc_in_wrapper`` (dealloc = "sync"), deallocation. Parts a run did not record are
     left out; "other" is what the recorded parts do not explain."""
     recs = [r for r in done if "gpu_wrapper" in r.ms]
     out: dict[str, float] = {}
-    for key, name in (("gpu_dispatch", "dispatch"), ("gpu_host", "host"), ("gpu_return", "return")):
+    for key, name in (("gpu_dispatch", "dispatch"), ("gpu_host", "host"), ("gpu_wait", "wait"),
+                      ("gpu_return", "return")):
         if any(key in r.ms for r in recs):
             out[name] = sum(r.ms.get(key, 0.0) for r in recs)
     if any("gpu_call" in r.ms for r in recs):
