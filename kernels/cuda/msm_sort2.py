@@ -8,8 +8,11 @@ store to a random address per entry; on the H200 (H's MSM at porep-32g, 1.6 G en
   pass 1 ranks a tile's entries per coarse bin (256 bins at c = 22: the top 8 bits of the
          bucket) in shared memory, reserves each non-empty bin's room with one global atomic,
          and writes the tile grouped by bin: 8 bytes an entry, in contiguous stretches;
-  pass 2 takes one coarse bin a block: the run positions by shared atomics on its 8192 fine
-         counters, one store an entry into the run, and the bin's counts into count[].
+  pass 2 (PLACE "flat", the default) one thread a staged entry, the staging area walked in bin
+         order in a few stripes side by side: the run position by an atomic on count[] itself,
+         one store an entry into the run, the runs being written few enough to stay in L2;
+         (PLACE "bins") one coarse bin a block: the run positions by shared atomics on its 8192
+         fine counters, one store an entry into the run, and the bin's counts into count[].
 The layout (msm.bucket_runs, msm.run_offsets), count[] and the overflow rule are
 msm_scatter_runs_w's, so msm.py goes on the same way after either. SORT_TWO_PASS (on by default;
 SEALTOP_SORT_TWO_PASS=0 turns it off) picks it; msm()'s sort_two_pass per call. Device memory
@@ -17,9 +20,11 @@ beyond the one-pass sort's: the staging areas, 8 bytes an entry of a window (plu
 margins) for each of WINDOWS_PER_PASS windows, reused window group after group: at H's 2^28
 entries 2.16 GB a window, 4.3 GB with the default 2.
 Measured on the H200 (2026-12-04, scripts/gpu_check.py msm_g1_sort2, median of 5): G1 GLV 2^27
-(window 22) one pass 105.4 ms, two passes 100.3 / 97.5 / 96.7 with 1 / 2 / 3 windows a pass 1;
-G1 2^26 (window 20) 48.3 against 42.6 / 40.3 / 39.8. Less than hoped (the model said ~40 ms at
-2^27): pass 2's stores into the runs are still one 4-byte store an entry at random.
+(window 22) one pass 105.4 ms, two passes 100.3 / 97.5 / 96.7 with 1 / 2 / 3 windows a pass 1
+and pass 2 per bin; G1 2^26 (window 20) 48.3 against 42.6 / 40.3 / 39.8. Pass 2 per bin left
+the runs being written spread over the window (ncu: 15 ms a window at 22% of DRAM bandwidth);
+the flat pass 2 in stripes (PLACE, FLAT_RUNS_BYTES) took the sort to 66.1 ms at 2^27 and 36.3 at
+2^26 (later that day, same bench).
 """
 
 from __future__ import annotations
@@ -47,8 +52,11 @@ PLACE = os.environ.get("SEALTOP_SORT2_PLACE", "flat")
 # The flat pass walks its staging area in stripes side by side (sort2.cuh place_flat): as many as
 # keep the runs of the bins in flight within FLAT_RUNS_BYTES (SEALTOP_SORT2_FLAT_BYTES; L2 holds
 # 50 MB on the H200), at least one. More stripes spread the atomics over more counters; fewer
-# keep the runs being written in L2.
-FLAT_RUNS_BYTES = int(os.environ.get("SEALTOP_SORT2_FLAT_BYTES", str(24 << 20)))
+# keep the runs being written in L2. Measured on the H200 (2026-12-04, gpu_check msm_g1_sort2,
+# median of 5, sort phase, pass 1 for 2 windows): G1 GLV 2^27 (H's, window 22) 98.6 ms per bin,
+# flat 82.7 / 82.7 / 70.1 / 66.1 with 0 / 12 / 24 / 48 MB; G1 2^26 (window 20) 40.1 per bin,
+# flat 51.3 / 43.5 / 38.1 / 36.3.
+FLAT_RUNS_BYTES = int(os.environ.get("SEALTOP_SORT2_FLAT_BYTES", str(48 << 20)))
 FLAT_THREADS = 256  # the flat pass 2's block (sort2.cuh: SORT2_FLAT_THREADS)
 PLACE_PER = 4  # staged entries a thread of pass 2 (sort2.cuh: SORT2_PLACE_PER)
 THREADS = 256  # pass 1's block and the most coarse bins a window (sort2.cuh: SORT2_THREADS)
