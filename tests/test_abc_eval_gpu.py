@@ -63,6 +63,17 @@ def _same_proof(preset: str) -> None:
     assert hc.timings_ms["abc"] > 0 and hc.timings_ms["upload"] > 0
     p_compact = prove_finish(hc)
     assert p_plain == p_compact
+    # a witness placed ahead of its call (gpu_calls = "serial"): uploaded on this thread's stream,
+    # the call on the turn's shared stream, nothing uploaded inside it, the same proof
+    from engine.groth16.compact import PlacedWitness, place_witness
+    from kernels.cuda.stream import turn_stream
+
+    placed = place_witness(w, be)
+    assert isinstance(placed, PlacedWitness)
+    with turn_stream():
+        hp = prove_start(pk, None, None, None, None, be, r=rr, s=ss, tables=tables, compact=(rc, placed))
+    assert hp.timings_ms["upload"] < hc.timings_ms["upload"]
+    assert prove_finish(hp) == p_plain
     public = sector.statement(0).public_inputs()
     assert public_inputs(w, r1.num_inputs) == public
     assert verify(verifying_key(pk), public, p_compact)
