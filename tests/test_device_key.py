@@ -168,15 +168,30 @@ def test_make_device_key_proves_like_the_key_file(tmp_path: Path) -> None:
 
 
 def test_the_porep_32g_sample_config_follows_the_plan() -> None:
-    """sample-configs/porep-32g-h200.toml: one slot, B2 on the GPU, and a memory budget that
-    holds 4 partitions of porep-32g (z + a + b + c from its counts) but not a fifth."""
+    """sample-configs/porep-32g-h200.toml: two slots taking turns at the GPU, B2 on the GPU, a
+    memory budget that holds 4 partitions of porep-32g (z + a + b + c from its counts) but not a
+    fifth; the device-made key and the slots fit an H200 as the config shares it, and would not
+    with the two slots' calls at once."""
+    from types import SimpleNamespace
+
     from engine.config import load_config
+    from engine.groth16.keyfile import KeyRoomError
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "sample-configs" / "porep-32g-h200.toml")
     part = (3 * 130_987_381 + 130_105_147) * 32  # docs/PLAN-32G.md: 16,738,153,280
-    assert (cfg.backend, cfg.gpu_slots_per_device, cfg.b_g2, cfg.partition_workers) == ("cuda", 1, "gpu", 4)
+    assert (cfg.backend, cfg.gpu_slots_per_device, cfg.gpu_calls, cfg.b_g2, cfg.partition_workers) == (
+        "cuda", 2, "serial", "gpu", 4)
     assert 4 * part <= cfg.memory_budget < 5 * part
     assert cfg.preset == "porep-32g" and cfg.partitions == 10
+    # Filecoin's circuit as the H200 run printed it: 130,278,869 constraints, 130,170,221
+    # variables, 328 public inputs; the H200's free memory before the key (143,771 MiB total)
+    r1 = SimpleNamespace(num_inputs=328, num_aux=130_170_221 - 328, num_constraints=130_278_869,
+                         num_vars=130_170_221)
+    circuit = SimpleNamespace(name="porep-32g", r1cs=r1)
+    h200_free = (143_771 - 600) << 20
+    proving.check_device_room(circuit, [0], cfg.gpu_slots_per_device, lambda _d: h200_free, cfg.gpu_calls)
+    with pytest.raises(KeyRoomError, match="GPU 0 cannot hold"):
+        proving.check_device_room(circuit, [0], cfg.gpu_slots_per_device, lambda _d: h200_free, "parallel")
 
 
 def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Path, monkeypatch) -> None:
