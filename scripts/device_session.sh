@@ -44,7 +44,7 @@
 #                  ($PROFILE_ONLY picks some of h,a,b1,l,b2)
 #   ncu_h          Nsight Compute (clocks left alone) on the H MSM's kernels with the defaults (two-pass
 #                  sort, rounds, batch inversion levels, prefold, window slices), GLV split at 2^27:
-#                  the first $NCU_COUNT (8) launches matching $NCU_KERNELS; sections in $NCU_SECTIONS
+#                  $NCU_COUNT (8) launches matching $NCU_KERNELS after the first $NCU_SKIP (0); sections in $NCU_SECTIONS
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
@@ -185,7 +185,7 @@ for acc, w in (('xyzz', 16), ('batch', 20)):
     ncu_h) ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
       secs=""; for sec in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats MemoryWorkloadAnalysis LaunchStats}; do secs="$secs --section $sec"; done
       step ncu_h 240 "$ncu_bin" --clock-control none -k "regex:${NCU_KERNELS:-sort2_bin|sort2_place|g1_rounds_fused|fp_binv|g1_reduce_groups|g1_segments}" \
-        -c "${NCU_COUNT:-8}" $secs python3 -c "
+        --launch-skip "${NCU_SKIP:-0}" -c "${NCU_COUNT:-8}" $secs python3 -c "
 import cupy as cp
 from kernels.cuda import msm
 from kernels.cuda.bench import distinct_points_device, random_fr_device
