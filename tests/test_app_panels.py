@@ -181,6 +181,27 @@ def test_the_32g_detail_at_80x24_keeps_synthesis_before_the_gpu_layers():
         assert job.parts[i].ms["witness"] + job.parts[i].ms["eval"] > job.parts[i].ms["gpu_wrapper"]
 
 
+def test_the_serial_32g_detail_at_80x24_shows_the_turn_wait_apart():
+    """The five-job porep-32g session with two slots taking turns: at 80x24 the detail's
+    kernel lines show each job's mean wait for the turn beside the prover's own host time, the
+    figures the fold gives, every line within 74 cells."""
+    from app.widgets.gantt import kernel_split
+    from engine.stream.fold import fold
+    from engine.stream.reader import read_recording
+
+    path = Path(__file__).parents[1] / "docs" / "sessions" / "porep-32g-h200-5jobs.jsonl.gz"
+    job = fold(read_recording(path).events).jobs[3]
+    console = Console(width=74, record=True, color_system=None)
+    console.print(kernel_split(job, Palette(), width=74))
+    text = console.export_text()
+    assert all(len(line) <= 74 for line in text.split("\n"))
+    flat = " ".join(text.split())
+    wait, host = job.mean_ms("gpu_wait"), job.mean_ms("gpu_host")
+    assert wait is not None and host is not None and host < wait
+    assert f"turn wait {fmt_ms(wait)}" in flat and f"prover host {fmt_ms(host)}" in flat
+    assert "verified ✓" in flat
+
+
 def test_kernel_line_breaks_between_groups_never_inside_one():
     """Each kernel group's name and figure (and the wrapper's layers) stay on one line, and no
     line passes the width the detail gives."""

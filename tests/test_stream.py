@@ -293,6 +293,33 @@ def test_the_32g_session_shows_the_key_wait_and_the_held_bytes():
         assert q.entered["synthesized"] < 35.0 < 77.0 < q.entered["waiting_gpu"]
 
 
+def test_the_32g_serial_session_replays_with_its_turn_waits():
+    """The recorded five-job porep-32g session with two slots taking turns at the GPU
+    (docs/sessions/porep-32g-h200-5jobs.jsonl.gz): every proof verified, every partition's
+    timings carry its wait for the turn, kept out of the slot's host time, and the wrapper's
+    parts add up; the summary gives the steady pace the record's completions say."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "docs" / "sessions" / "porep-32g-h200-5jobs.jsonl.gz"
+    evs = read_recording(path).events
+    start = next(e for e in evs if e["kind"] == "session_start")
+    assert (start["config"]["gpu_slots_per_device"], start["config"]["gpu_calls"]) == (2, "serial")
+    f = fold(evs)
+    assert sorted(f.jobs) == [1, 2, 3, 4, 5] and all(j.done_t is not None for j in f.jobs.values())
+    timed = [e["ms"] for e in evs if e["kind"] == "partition_timings"]
+    assert len(timed) == 50
+    for ms in timed:
+        parts = ms["gpu_dispatch"] + ms["gpu_wait"] + ms["gpu_host"] + ms["gpu_call"] + ms["gpu_return"]
+        assert parts == pytest.approx(ms["gpu_wrapper"], abs=2.0)
+        assert ms["gpu_host"] < ms["gpu_call"]
+    waits = sorted(ms["gpu_wait"] for ms in timed)
+    assert waits[len(waits) // 2] > 500.0  # a slot mostly waits while the other's call runs
+    s = run_summary(evs)
+    done = sorted(j.done_t for j in f.jobs.values() if j.done_t is not None)
+    assert s.steady_s_per_proof is not None
+    assert 10 * s.steady_s_per_proof == pytest.approx((done[-1] - done[0]) / 4, rel=0.05)
+
+
 # ---- the recorder -------------------------------------------------------------------------------
 
 
