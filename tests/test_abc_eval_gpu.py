@@ -8,7 +8,7 @@ import secrets
 
 import numpy as np
 import pytest
-from engine_events import drain
+from engine_events import run_jobs
 
 from kernels.backend import cuda_unavailable_reason
 
@@ -95,20 +95,12 @@ def test_engine_on_cuda_proves_with_gpu_abc_eval(tmp_path) -> None:
 
     from engine.config import EngineConfig
     from engine.pipeline.circuits import resolve
-    from engine.pipeline.engine import Engine, Job
+    from engine.pipeline.engine import Job
 
     cfg = EngineConfig(backend="cuda", devices=[0], partition_workers=2, gpu_channel_capacity=1,
                        gpu_slots_per_device=1, param_cache=str(tmp_path), sample_interval_s=0.2,
                        abc_eval="gpu")
-    eng = Engine(cfg)
-    q = eng.subscribe()
-    eng.start()
-    try:
-        eng.submit(Job("small", 2, seed=secrets.randbelow(2**31)))
-        assert eng.wait_idle(600), "job did not finish"
-    finally:
-        eng.stop(drain=True)
-    evs = drain(q)
+    evs = run_jobs(cfg, [Job("small", 2, seed=secrets.randbelow(2**31))], 600)
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == 1 and done[0]["verified"]
     circuit = resolve("small", os.path.join(str(tmp_path), "circuits"))

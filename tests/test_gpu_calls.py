@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from engine_events import drain
+from engine_events import run_jobs
 
 from engine.config import EngineConfig
 from engine.groth16 import compact
 from engine.groth16.keyfile import KeyRoomError
 from engine.pipeline import proving, workers
 from engine.pipeline.circuits import resolve
-from engine.pipeline.engine import Engine, Job
+from engine.pipeline.engine import Job
 from engine.pipeline.messages import GpuDone, PartKey, ProveTask, Stop
 from engine.pipeline.shm import SegmentSpec
 from engine.stream import summary
@@ -213,15 +213,7 @@ def test_two_serial_slots_prove_a_job_that_verifies(tmp_path) -> None:
     cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=2,
                        gpu_slots_per_device=2, gpu_calls="serial", param_cache=str(tmp_path),
                        sample_interval_s=0.05, abc_eval="gpu")
-    eng = Engine(cfg, lambda _line: None)
-    q = eng.subscribe()
-    eng.start()
-    try:
-        eng.submit(Job("tiny", 3, seed=secrets.randbelow(2**31)))
-        assert eng.wait_idle(300), "the job did not finish"
-    finally:
-        eng.stop(drain=True)
-    evs = drain(q)
+    evs = run_jobs(cfg, [Job("tiny", 3, seed=secrets.randbelow(2**31))], 300, lambda _line: None)
     start = next(e for e in evs if e["kind"] == "session_start")
     assert start["config"]["gpu_calls"] == "serial"
     done = [e for e in evs if e["kind"] == "proof_done"]

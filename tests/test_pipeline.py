@@ -8,7 +8,7 @@ import signal
 import time
 
 import pytest
-from engine_events import drain
+from engine_events import drain, run_engine
 from engine_faults import INJECTED_KEY_FAILURE, Faults, engine
 
 from app.state import DashboardState, apply
@@ -43,15 +43,7 @@ def make_cfg(params: str, **kw) -> EngineConfig:
 
 def run_jobs(cfg: EngineConfig, jobs: list[Job], faults: Faults | None = None) -> list[dict]:
     eng = engine(cfg, faults)
-    q = eng.subscribe()
-    eng.start()
-    try:
-        for j in jobs:
-            eng.submit(j)
-        assert eng.wait_idle(WAIT), "jobs did not finish"
-    finally:
-        eng.stop(drain=True)
-    evs = drain(q)
+    evs = run_engine(eng, jobs, WAIT)
     assert_clean(eng, evs)
     return evs
 
