@@ -39,6 +39,8 @@ PHASES: dict[str, tuple[str, ...]] = {
     "eval": ("eval",),
     "channel_wait": ("channel_wait",),
     "gpu_wrapper": ("gpu_wrapper",),
+    "gpu_wait": ("gpu_wait",),
+    "gpu_host": ("gpu_host",),
     "gpu_call": ("gpu_call",),
     "gpu_kernels": KERNEL_GROUPS,
     "b2": ("b2",),

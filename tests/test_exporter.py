@@ -193,3 +193,25 @@ def test_parse_address_refuses_in_one_line(text: str) -> None:
     with pytest.raises(AddressError) as exc:
         parse_address(text)
     assert "\n" not in str(exc.value) and "--metrics" in str(exc.value)
+
+
+def test_the_turn_wait_is_a_phase_of_its_own() -> None:
+    """The recorded five-job porep-32g session with two slots taking turns: gpu_wait and
+    gpu_host are observed once a partition with the sums the timers give, so a dashboard can take
+    the wait out of the wrapper's host overhead; a session without them observes neither."""
+    from engine.stream.reader import read_recording
+
+    evs = read_recording(Path(__file__).parent.parent / "docs" / "sessions" / "porep-32g-h200-5jobs.jsonl.gz").events
+    x = Exporter()
+    for e in evs:
+        x.handle(e)
+    m = _scrape(x)
+    timings = [e["ms"] for e in evs if e["kind"] == "partition_timings"]
+    for phase in ("gpu_wait", "gpu_host"):
+        assert m["sealtop_phase_duration_seconds_count"][(("phase", phase),)] == len(timings) == 50
+        assert m["sealtop_phase_duration_seconds_sum"][(("phase", phase),)] == pytest.approx(
+            sum(ms[phase] for ms in timings) / 1000)
+    old = Exporter()
+    for e in _events("session_fixture.jsonl"):
+        old.handle(e)
+    assert (("phase", "gpu_wait"),) not in _scrape(old).get("sealtop_phase_duration_seconds_count", {})
