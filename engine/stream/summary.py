@@ -207,10 +207,10 @@ def steady_interval(done: Iterable[PartitionRecord]) -> float | None:
 def gap_split(done: Iterable[PartitionRecord], dealloc_in_wrapper: bool = False) -> dict[str, float]:
     """Where the wrapper's time beyond the kernels went, summed over partitions (ms): handing the
     task to the prover (dispatch), the prover's host work around its call (host), its wait for
-    its turn at the GPU (wait: gpu_calls = "serial"), the call's own
-    time outside the kernel groups (call - kernels), the gpu_done message back (return), and,
-    with ``dealloc_in_wrapper`` (dealloc = "sync"), deallocation. Parts a run did not record are
-    left out; "other" is what the recorded parts do not explain."""
+    its turn at the GPU (wait: gpu_calls = "serial"), the call's own time outside the kernel
+    groups (call - kernels), the gpu_done message back (return), and, with
+    ``dealloc_in_wrapper`` (dealloc = "sync"), deallocation. Parts a run did not record are left
+    out; "other" is what the recorded parts do not explain."""
     recs = [r for r in done if "gpu_wrapper" in r.ms]
     out: dict[str, float] = {}
     for key, name in (("gpu_dispatch", "dispatch"), ("gpu_host", "host"), ("gpu_wait", "wait"),
