@@ -288,9 +288,9 @@ def _load_task(state: _ProverState, task: LoadKey) -> None:
     """Load (or make) a key, and with abc_eval = "gpu" the circuit's matrices, on the device.
     With gpu_calls = "serial" this takes the turn and its stream like a call: the blocks the load
     frees (a device-made key's scratch, tens of GB at porep-32g) then stay in the pool where the
-    calls allocate, where on the slot's own stream the first call found the card full, and CuPy
-    freed the whole cache and allocated again (an H200 at porep-32g: 140.6 GB for a second, the
-    first call 1.87 s against 1.08)."""
+    calls allocate. Loaded on the slot's own stream, they sat where no call could reuse them; the
+    likely cause of what an H200 showed at porep-32g (2026-12-04): the card at 140.6 GB for a
+    second at the first calls, the first call 1.87 s against 1.08 after it."""
     path = task.source
     try:
         with state.turn, state.call_stream():
