@@ -4,6 +4,7 @@ its own; stall detection names a stopped worker; leftovers of dead runs are swep
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -112,6 +113,9 @@ def test_next_start_sweeps_and_reports_what_a_dead_run_left(params, tmp_path, mo
     stale_sem = f"{SEM_PREFIX}deadbeef{os.getpid() % 10000}"
     old = time.time() - 60
     live_q = mp.get_context("spawn").Queue()  # a live process's semaphores (this one's)
+    # a spawn queue's semaphores are unlinked when the queue is collected: collect the earlier
+    # tests' garbage now, or a collection during this test unlinks some of `live` by itself
+    gc.collect()
     live = semaphores_mapped_by(os.getpid())
     real_segments, real_semaphores = engine_mod.sweep_stale, engine_mod.sweep_stale_semaphores
 
