@@ -28,7 +28,7 @@ def run_engine(eng: Any, jobs: list[Any], timeout_s: float) -> list[dict]:
             eng.submit(job)
         assert eng.wait_idle(timeout_s), "the engine did not finish its jobs"
     finally:
-        eng.stop(drain=True)
+        eng.stop(drain=True, timeout=timeout_s)  # after a failed wait: fail, do not hang
     return drain(q)
 
 

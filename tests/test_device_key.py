@@ -220,11 +220,11 @@ def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Pat
     try:
         eng.submit(Job("chain-256", 3))
         killed, evs = signal_worker_at(eng, q, "cpu0", "done", signal.SIGKILL, 120)
-        assert eng.wait_idle(120)
+        assert eng.wait_idle(120), lines[-12:]
         eng.submit(Job("chain-256", 1))  # a later job learns the verifying key at submission
-        assert eng.wait_idle(120)
+        assert eng.wait_idle(120), lines[-12:]
     finally:
-        eng.stop()
+        eng.stop(timeout=30)  # a failed wait above must fail the test, not hang it in the drain
     evs += drain(q)
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == 2 and all(e["verified"] for e in done), done
