@@ -10,7 +10,10 @@ this module, so the spawned process imports it by name (the test's sys.path trav
   to the orchestrator, which must then report the job unverified;
 * ``key_load_delay_s``: every key load in the prover sleeps this long first (inside the load's
   own timer, as a slow disk would);
-* ``key_load_fail``: provers (``cpu0``, ``gpu1``...) whose key loads raise.
+* ``key_load_fail``: provers (``cpu0``, ``gpu1``...) whose key loads raise;
+* ``die_holding_reply_lock``: synthesis workers (``synth-0``...) that, at their first finished
+  partition, take their reply queue's write lock and SIGKILL themselves holding it (what a kill
+  at the wrong moment does to a queue's feeder thread).
 
 ``signal_worker_at`` sends a signal to one of a running engine's workers at a chosen moment of
 its stream (SIGKILL after the first proven partition, SIGSTOP while one is on the GPU).
@@ -39,14 +42,17 @@ class Faults:
     corrupt_proof: frozenset[tuple[int, int]] = field(default_factory=frozenset)
     key_load_delay_s: float = 0.0
     key_load_fail: frozenset[str] = field(default_factory=frozenset)
+    die_holding_reply_lock: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:  # sets are fine to pass in; frozen ones pickle the same
         object.__setattr__(self, "corrupt_proof", frozenset(self.corrupt_proof))
         object.__setattr__(self, "key_load_fail", frozenset(self.key_load_fail))
+        object.__setattr__(self, "die_holding_reply_lock", frozenset(self.die_holding_reply_lock))
 
     def mains(self) -> WorkerMains:
-        """Worker entry points with these faults (the synthesis worker is the real one)."""
-        return WorkerMains(prover=functools.partial(faulty_prover_main, self))
+        """Worker entry points with these faults (the real ones where none applies)."""
+        return WorkerMains(prover=functools.partial(faulty_prover_main, self),
+                           synthesis=functools.partial(faulty_synthesis_main, self))
 
 
 def engine(config: EngineConfig, faults: Faults | None = None, **kw: Any) -> Engine:
@@ -104,3 +110,30 @@ def faulty_prover_main(faults: Faults, spec: ProverSpec) -> None:
     if faults.corrupt_proof:
         spec = dataclasses.replace(spec, results=_CorruptingResults(spec.results, faults.corrupt_proof))
     workers.prover_main(spec)
+
+
+class _DyingReplies:
+    """A synthesis worker's reply queue that, at the first SynthDone, takes the queue's write
+    lock and kills its own process holding it."""
+
+    def __init__(self, results: Any) -> None:
+        self._results = results
+
+    def put(self, msg: Any) -> None:
+        import signal
+
+        from engine.pipeline.messages import SynthDone
+
+        if isinstance(msg, SynthDone):
+            self._results._wlock.acquire()  # as the feeder thread holds it while it writes
+            os.kill(os.getpid(), signal.SIGKILL)
+        self._results.put(msg)
+
+
+def faulty_synthesis_main(faults: Faults, name: str, tasks: Any, results: Any, *rest: Any) -> None:
+    """synthesis_main, in the worker process, with ``faults`` applied to it."""
+    from engine.pipeline import workers
+
+    if name in faults.die_holding_reply_lock:
+        results = _DyingReplies(results)
+    workers.synthesis_main(name, tasks, results, *rest)

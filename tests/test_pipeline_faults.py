@@ -171,3 +171,20 @@ def test_a_stopped_worker_is_reported_stalled_and_retried(params):
     done = [e for e in evs if e["kind"] == "proof_done"]
     assert len(done) == 1 and done[0]["verified"]
     assert not alive(stopped)
+
+
+def test_a_worker_killed_holding_its_reply_lock_blocks_no_other(params):
+    """synth-0 SIGKILLs itself at its first finished partition while holding its reply queue's
+    write lock (as its feeder thread would be while writing). Every other worker, the prover
+    included, answers on a queue of its own, so their replies keep coming: the partition is
+    synthesized again elsewhere, every proof verifies and the death is reported. (With one reply
+    queue shared by all workers this run never finished: the lock stayed held for good.)"""
+    from engine_events import run_engine
+    from engine_faults import Faults, engine
+
+    eng = engine(make_cfg(params, partition_workers=2), Faults(die_holding_reply_lock={"synth-0"}))
+    evs = run_engine(eng, [Job(PRESET, 3)], 120)
+    done = [e for e in evs if e["kind"] == "proof_done"]
+    assert len(done) == 1 and done[0]["verified"], done
+    died = [e for e in evs if e["kind"] == "error" and "synth-0" in str(e.get("where", "")) + e["message"]]
+    assert any("died" in e["message"] for e in died), died

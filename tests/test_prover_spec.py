@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from engine.pipeline.messages import LoadKey
+from engine.pipeline.replies import Replies
 from engine.pipeline.supervisor import Supervisor, WorkerMains, prover_name
 from engine.pipeline.workers import ProverSpec, prover_main
 
@@ -50,9 +51,14 @@ def test_supervisor_starts_each_prover_with_one_spec_of_its_own() -> None:
         return q
 
     ctx = SimpleNamespace(Queue=make_queue, Process=lambda **kw: _FakeProcess(**kw))
-    results = object()
+    routes: list[object] = []
+
+    def route() -> object:  # Replies.route's stand-in: a reply queue of its own each
+        routes.append(object())
+        return routes[-1]
+
     slots = rng.randrange(1, 5)
-    sup = _supervisor(ctx, results, "cuda", slots)
+    sup = _supervisor(ctx, SimpleNamespace(route=route), "cuda", slots)
     sup.open()
     try:
         devs = [None, *rng.sample(range(8), 2)]
@@ -62,13 +68,14 @@ def test_supervisor_starts_each_prover_with_one_spec_of_its_own() -> None:
             assert kw["target"] is prover_main and kw["name"] == w.name == prover_name(dev)
             (spec,) = kw["args"]  # one argument, nothing positional beside it
             assert isinstance(spec, ProverSpec)
-            assert spec == ProverSpec(prover_name(dev), "cuda", dev, slots, queues[-1], results,
+            assert spec == ProverSpec(prover_name(dev), "cuda", dev, slots, queues[-1], routes[-1],
                                       os.getpid())
-            assert spec.tasks is w.tasks is queues[-1] and spec.results is results
+            assert spec.tasks is w.tasks is queues[-1] and spec.results is w.replies is routes[-1]
             with pytest.raises(dataclasses.FrozenInstanceError):
                 spec.slots = slots + 1  # type: ignore[misc]
         specs = [w.process.kw["args"][0] for w in sup.provers.values()]
         assert len({id(s.tasks) for s in specs}) == len(devs)  # a task queue per prover
+        assert len({id(s.results) for s in specs}) == len(devs)  # and a reply queue
     finally:
         sup.close([])
 
@@ -94,16 +101,16 @@ def _echo_main(spec: ProverSpec) -> None:
 def test_the_spec_crosses_a_spawn_whole() -> None:
     rng = random.Random()
     ctx = multiprocessing.get_context("spawn")
-    results = ctx.Queue()
+    replies = Replies(ctx)
     slots = rng.randrange(1, 5)
     dev = rng.randrange(8)
-    sup = _supervisor(ctx, results, "cpu", slots, WorkerMains(prover=_echo_main))
+    sup = _supervisor(ctx, replies, "cpu", slots, WorkerMains(prover=_echo_main))
     sup.open()
     w = sup.spawn_prover(dev)
     try:
         task = LoadKey(f"/keys/{rng.getrandbits(40):x}.key")
         w.send(task)
-        name, backend, device, got_slots, parent, child, got_task = results.get(timeout=60)
+        name, backend, device, got_slots, parent, child, got_task = replies.get(timeout=60)
         assert (name, backend, device, got_slots, parent) == (f"gpu{dev}", "cpu", dev, slots,
                                                               os.getpid())
         assert child == w.process.pid != os.getpid() and got_task == task
@@ -113,6 +120,5 @@ def test_the_spec_crosses_a_spawn_whole() -> None:
             w.process.kill()
             w.process.join(timeout=5)
         sup.close([w])
-        results.close()
-        results.join_thread()
+        replies.close()
     assert w.process.exitcode == 0

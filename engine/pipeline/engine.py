@@ -81,6 +81,7 @@ from engine.pipeline.messages import (
 )
 from engine.pipeline.placement import Placement, host_plan
 from engine.pipeline.records import ENDED, Job, JobRecord, Part, Records, Setback
+from engine.pipeline.replies import Replies
 from engine.pipeline.scheduler import Admission, AdmissionClosed
 from engine.pipeline.shm import SegmentRegistry, sweep_stale, sweep_stale_semaphores
 from engine.pipeline.stall import StallWatch
@@ -136,7 +137,7 @@ class Engine:
         self._changed = threading.Condition(self._state)  # notified on every change of them
         self._records = Records()
         self._keys = KeyRegistry()
-        self._results = self._ctx.Queue()
+        self._replies = Replies(self._ctx)  # a reply queue per worker (engine.pipeline.replies)
         self._deliver_q: queue.Queue[Part | None] = queue.Queue()
         self._dealloc_q: queue.Queue[Part | None] = queue.Queue()
         self._finalize_q: queue.Queue[Part | None] = queue.Queue()
@@ -154,7 +155,7 @@ class Engine:
         self.channel = BoundedChannel(config.gpu_channel_capacity)
         self._sampler: Sampler | None = None
         self._workers = Supervisor(
-            self._ctx, self._results, self._backend, config.gpu_slots_per_device,
+            self._ctx, self._replies, self._backend, config.gpu_slots_per_device,
             self._synth_threads, self._prover_started, self._gave_up, mains,
             synth_cpus=self._synth_cpus, prover_cpus=self._prover_cpus,
             gpu_calls=config.gpu_calls,
@@ -548,8 +549,7 @@ class Engine:
             self._sampler.stop()
             self._sampler.sample_now()
         self._workers.close(workers)
-        self._results.close()
-        self._results.join_thread()
+        self._replies.close()
         sys.setswitchinterval(self._switch_before)
         atexit.unregister(self._at_exit)
 
@@ -665,11 +665,9 @@ class Engine:
         next_stall_check = 0.0
         while not self._closed:
             try:
-                msg = self._results.get(timeout=RESULTS_POLL_S)
+                msg = self._replies.get(timeout=RESULTS_POLL_S)
             except queue.Empty:
                 msg = None
-            except (EOFError, OSError, ValueError):
-                return
             if msg is not None:
                 self._handle(msg)
             self._check_workers()

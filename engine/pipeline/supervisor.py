@@ -26,6 +26,7 @@ from typing import Any
 
 from engine.pipeline.messages import PartKey, Stop, Task
 from engine.pipeline.placement import bind_process
+from engine.pipeline.replies import Replies
 from engine.pipeline.spawner import Spawner
 from engine.pipeline.stall import StallWatch
 from engine.pipeline.workers import ProverSpec, prover_main, synthesis_main
@@ -43,6 +44,7 @@ class Worker:
     process: Any
     tasks: Any
     device: int | None = None
+    replies: Any = None  # its own reply queue (engine.pipeline.replies), None where none is kept
     busy: set[PartKey] = field(default_factory=set)  # keys of partitions it holds
     ready: bool = False  # started: backend loaded (prover) or kernels warm (synthesis)
 
@@ -73,7 +75,7 @@ class Supervisor:
     def __init__(
         self,
         ctx: Any,
-        results: Any,
+        replies: Replies | None,
         backend: str,
         slots: int,
         synth_threads: Callable[[], int],
@@ -87,9 +89,11 @@ class Supervisor:
         """``synth_cpus(n)`` is the CPU set of the n-th synthesis worker started (NUMA
         placement; None = unbound): its numba threads are capped at that set's size too.
         ``prover_cpus(dev)`` is the CPU set device ``dev``'s prover is bound to once started.
-        ``gpu_calls`` is how each prover's slots share its GPU (the setting of that name)."""
+        ``gpu_calls`` is how each prover's slots share its GPU (the setting of that name).
+        ``replies`` gives each worker started its own reply queue (None: workers get none,
+        for tests that start no real process)."""
         self._ctx = ctx
-        self._results = results
+        self._replies = replies
         self._backend = backend
         self._slots = slots
         self._gpu_calls = gpu_calls
@@ -123,34 +127,40 @@ class Supervisor:
         tasks = self._ctx.Queue()
         cpus = self._synth_cpus(n) if self._synth_cpus is not None else None
         threads = self._synth_threads()
-        args: tuple[Any, ...] = (name, tasks, self._results, threads, os.getpid())
+        replies = self._route()
+        args: tuple[Any, ...] = (name, tasks, replies, threads, os.getpid())
         if cpus:
-            args = (name, tasks, self._results, max(1, min(threads, len(cpus))), os.getpid(),
+            args = (name, tasks, replies, max(1, min(threads, len(cpus))), os.getpid(),
                     tuple(cpus))
         proc = self._ctx.Process(target=self._mains.synthesis, args=args, name=name, daemon=True)
         self._start(proc)
-        w = Worker(name, "synth", proc, tasks)
+        w = Worker(name, "synth", proc, tasks, replies=replies)
         self.synth.append(w)
         self.idle_synth.append(w)
         return w
 
-    def prover_spec(self, dev: int | None, tasks: Any) -> ProverSpec:
-        """What device ``dev``'s prover is started with, reading its tasks from ``tasks``: the
-        one place a prover's start is decided."""
+    def _route(self) -> Any:
+        """A reply queue of its own for a worker about to start."""
+        return self._replies.route() if self._replies is not None else None
+
+    def prover_spec(self, dev: int | None, tasks: Any, replies: Any = None) -> ProverSpec:
+        """What device ``dev``'s prover is started with, reading its tasks from ``tasks`` and
+        answering on ``replies``: the one place a prover's start is decided."""
         return ProverSpec(name=prover_name(dev), backend=self._backend, device=dev,
-                          slots=self._slots, tasks=tasks, results=self._results,
+                          slots=self._slots, tasks=tasks, results=replies,
                           parent_pid=os.getpid(), gpu_calls=self._gpu_calls)
 
     def spawn_prover(self, dev: int | None) -> Worker:
         tasks = self._ctx.Queue()
-        spec = self.prover_spec(dev, tasks)
+        replies = self._route()
+        spec = self.prover_spec(dev, tasks, replies)
         name = spec.name
         proc = self._ctx.Process(target=self._mains.prover, args=(spec,), name=name, daemon=True)
         self._start(proc)
         cpus = self._prover_cpus(dev) if self._prover_cpus is not None else None
         if cpus and proc.pid is not None:  # before its backend starts threads (they inherit it)
             bind_process(proc.pid, cpus)
-        w = Worker(name, "prover", proc, tasks, device=dev)
+        w = Worker(name, "prover", proc, tasks, device=dev, replies=replies)
         self.provers[name] = w
         self._on_prover_started(w)
         return w
@@ -213,6 +223,8 @@ class Supervisor:
         dead = [w for w in self.workers()
                 if not w.process.is_alive() and w.process.exitcode is not None]
         for w in dead:
+            if self._replies is not None and w.replies is not None:
+                self._replies.end(w.replies)  # what it sent before it died still arrives
             if w.role == "synth":
                 self.synth.remove(w)
                 if w in self.idle_synth:

@@ -1,7 +1,7 @@
 """The worker processes: synthesis workers, and one prover per GPU (or one on the CPU backend).
 
-Both are started with ``spawn`` by the orchestrator and talk to it through two queues: a task
-queue of their own, and a result queue shared by every worker. Large vectors never pass through
+Both are started with ``spawn`` by the orchestrator and talk to it through two queues of their
+own: tasks in, replies out (engine.pipeline.replies merges the replies). Large vectors never pass through
 the queues: tasks name shared-memory segments (engine.pipeline.shm) that the orchestrator created.
 Synthesis workers map them and write a, b, c and z in place; a GPU prover reads them from their
 files straight into its upload (kernels/stored.py) and never maps them; a cpu prover maps them.
