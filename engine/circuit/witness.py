@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from engine.circuit.builder import CircuitShape, Stage
+from engine.circuit.coverage import writes_every_variable
 from engine.circuit.poseidon_native import permute, poseidon_tables
 from engine.circuit.template import (
     OP_ADDW,
@@ -45,7 +46,9 @@ def fill_inputs(
     shape: CircuitShape, public: list[int], free: Mapping[str, object], z: np.ndarray | None = None
 ) -> np.ndarray:
     """z with the one, the public inputs and every free region set, the rest zero: a fresh
-    array, or ``z`` (uint64[num_vars, 4], e.g. a view of shared memory) overwritten."""
+    array, or ``z`` (uint64[num_vars, 4], e.g. a view of shared memory) overwritten. A reused
+    ``z`` is not zeroed where the program writes every other variable (engine.circuit.coverage):
+    the rest then holds the last witness until the program overwrites it."""
     if len(public) != shape.num_public:
         raise ValueError(f"circuit {shape.name} takes {shape.num_public} public inputs, got {len(public)}")
     for x in public:
@@ -56,7 +59,8 @@ def fill_inputs(
     else:
         if z.shape != (shape.num_vars, 4) or z.dtype != np.uint64:
             raise ValueError(f"witness buffer must be uint64[{shape.num_vars}, 4], got {z.dtype}{list(z.shape)}")
-        z[:] = 0
+        if not writes_every_variable(shape, free):  # else the program overwrites every stale value
+            z[:] = 0
     z[0] = np.array(FR_ONE, np.uint64)
     if public:
         z[1 : 1 + len(public)] = to_mont_fr(public)
