@@ -18,22 +18,12 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from engine.circuit import template as T
 from engine.circuit.builder import CircuitShape
 from engine.circuit.poseidon_native import poseidon_tables
-from engine.circuit.template import (
-    OP_ADDW,
-    OP_AND,
-    OP_CH,
-    OP_LIN,
-    OP_MAJ,
-    OP_MUL,
-    OP_POSEIDON,
-    OP_UNPACK,
-    OP_XOR,
-    Template,
-)
+from engine.circuit.template import Template
 
-_ONE_OUTPUT = (OP_LIN, OP_MUL, OP_XOR, OP_AND, OP_CH, OP_MAJ)
+_ONE_OUTPUT = (T.OP_LIN, T.OP_MUL, T.OP_XOR, T.OP_AND, T.OP_CH, T.OP_MAJ)
 
 
 def outputs(t: Template, op: int) -> int:
@@ -42,9 +32,9 @@ def outputs(t: Template, op: int) -> int:
     code, _out, a0, _na = (int(x) for x in t.ops[op])
     if code in _ONE_OUTPUT:
         return 1
-    if code in (OP_ADDW, OP_UNPACK):
+    if code in (T.OP_ADDW, T.OP_UNPACK):
         return int(t.args[a0])  # nbits
-    if code == OP_POSEIDON:  # x^2, x^4, x^5 of every S-box (poseidon_native.permute), then the hash
+    if code == T.OP_POSEIDON:  # x^2, x^4, x^5 of every S-box (poseidon_native.permute), then the hash
         _, meta = poseidon_tables()
         width, rf, rp = (int(x) for x in meta[int(t.args[a0]), :3])
         return 3 * (rf * width + rp) + 1

@@ -77,11 +77,6 @@ class Replies:
         """The next reply of any worker (queue.Empty after ``timeout`` seconds)."""
         return self._merged.get(timeout=timeout)
 
-    def routes(self) -> int:
-        """Workers whose replies are being forwarded now."""
-        with self._lock:
-            return len(self._routes)
-
     def close(self) -> None:
         """Stop forwarding every worker's replies (after the workers have stopped)."""
         with self._lock:

@@ -28,8 +28,8 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +229,13 @@ class _ProverState:
         self.finalize_q: queue.Queue = queue.Queue()
         self.unmap_q: queue.Queue = queue.Queue()
 
+    @contextmanager
+    def gpu_turn(self) -> Iterator[None]:
+        """Hold the prover's turn at the GPU, on the turn's stream (gpu_calls = "serial"; with
+        "parallel" neither): what a call and a key load run inside."""
+        with self.turn, self.call_stream():
+            yield
+
     def say(self, path: str) -> Callable[[str], None]:
         """A progress callback whose lines reach the engine's log as KeyProgress of ``path``."""
 
@@ -293,7 +300,7 @@ def _load_task(state: _ProverState, task: LoadKey) -> None:
     second at the first calls, the first call 1.87 s against 1.08 after it."""
     path = task.source
     try:
-        with state.turn, state.call_stream():
+        with state.gpu_turn():
             ms = state.load(path)
             if task.compact is not None:  # abc_eval = "gpu": the matrices too, before any partition
                 t0 = time.perf_counter()
@@ -370,7 +377,7 @@ def _take_turn(state: _ProverState, trace: Any, call: Callable[..., Any], *args:
     on the turn's shared stream on a device; "parallel": no wait, the slot's own stream). The
     wait is reported apart (gpu_wait), so gpu_host stays the slot's own host time."""
     t_wait = time.perf_counter()
-    with state.turn, state.call_stream():
+    with state.gpu_turn():
         t0 = time.perf_counter()
         trace.stamp("turn")
         e_pre = state.backend.mark() if prover_trace.ENABLED else None  # on the call's stream
