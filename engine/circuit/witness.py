@@ -36,7 +36,7 @@ from engine.circuit.template import (
 )
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr, to_mont_fr
-from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_from_mont, fr_load, fr_mul, fr_store
+from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_from_mont, fr_mul, fr_store
 
 _U0 = np.uint64(0)
 _U1 = np.uint64(1)
@@ -81,10 +81,20 @@ def fill_inputs(
 # ---------------------------------------------------------------------------- numba interpreter
 
 
+# Why the operand reads and bit writes below are spelled out in place rather than in small
+# helpers taking z and the input map: a numba function increfs its array arguments on entry and
+# decrefs them on return, and once LLVM inlines such a helper into a loop those atomic counts
+# stay there. They took about three quarters of a porep-32g partition's witness on one thread,
+# and every thread of a worker writes the same counter's cache line. Each expression of the form
+#     s = code >> 1;  g = base + s - 1 - n_in if s > n_in else (inflat[irow + s - 1] if s else 0)
+# is a slot's global index (0 the one, 1..n_in the instance's inputs through its row of the
+# input map, then its locals from base); a variable is nonzero when any of its four words is.
+
+
 @njit(cache=True, inline="always")
 def _gidx(slot, irow, inflat, base, n_in):
     """Global index of ``slot`` for the instance whose inputs start at ``inflat[irow]`` and
-    whose locals start at ``base``."""
+    whose locals start at ``base`` (for the rare ops; the hot paths spell it out, see above)."""
     if slot == 0:
         return 0
     if slot <= n_in:
@@ -92,48 +102,22 @@ def _gidx(slot, irow, inflat, base, n_in):
     return base + slot - 1 - n_in
 
 
-@njit(cache=True, inline="always")
-def _nz(z, i):
-    return (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) != _U0
-
-
-@njit(cache=True, inline="always")
-def _is_one(z, i):
-    return z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]
-
-
-@njit(cache=True, inline="always")
-def _put_bit(z, i, b):
-    if b:
-        z[i, 0] = FR_ONE[0]
-        z[i, 1] = FR_ONE[1]
-        z[i, 2] = FR_ONE[2]
-        z[i, 3] = FR_ONE[3]
-    else:
-        z[i, 0] = _U0
-        z[i, 1] = _U0
-        z[i, 2] = _U0
-        z[i, 3] = _U0
-
-
-@njit(cache=True, inline="always")
-def _bit(z, code, irow, inflat, base, n_in):
-    g = _gidx(code >> 1, irow, inflat, base, n_in)
-    return _nz(z, g) != ((code & 1) == 1)
-
-
 @njit(cache=True)
 def _lin(z, args, start, n, consts, coff, irow, inflat, base, n_in):
+    """A linear combination of the instance's slots (pairs of slot, constant index)."""
     acc = FR_ZERO
     for k in range(n):
-        g = _gidx(args[start + 2 * k], irow, inflat, base, n_in)
-        if not _nz(z, g):
+        s = args[start + 2 * k]
+        g = base + s - 1 - n_in if s > n_in else (inflat[irow + s - 1] if s else 0)
+        v = (z[g, 0], z[g, 1], z[g, 2], z[g, 3])
+        if (v[0] | v[1] | v[2] | v[3]) == _U0:
             continue
-        c = fr_load(consts, coff + args[start + 2 * k + 1])
-        if _is_one(z, g):
+        j = coff + args[start + 2 * k + 1]
+        c = (consts[j, 0], consts[j, 1], consts[j, 2], consts[j, 3])
+        if v == FR_ONE:
             acc = fr_add(acc, c)
         else:
-            acc = fr_add(acc, fr_mul(c, fr_load(z, g)))
+            acc = fr_add(acc, fr_mul(c, v))
     return acc
 
 
@@ -166,43 +150,44 @@ def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, bases, pool
         out = ops[k, 1]
         a0 = ops[k, 2]
         na = ops[k, 3]
-        if code == 2:  # XOR
-            g = _gidx(out, irow, inflat, base, n_in)
-            x = _bit(z, args[a0], irow, inflat, base, n_in)
-            y = _bit(z, args[a0 + 1], irow, inflat, base, n_in)
-            _put_bit(z, g, x != y)
-        elif code == 3:  # AND
-            g = _gidx(out, irow, inflat, base, n_in)
-            x = _bit(z, args[a0], irow, inflat, base, n_in)
-            y = _bit(z, args[a0 + 1], irow, inflat, base, n_in)
-            _put_bit(z, g, x and y)
-        elif code == 4:  # CH
-            g = _gidx(out, irow, inflat, base, n_in)
-            if _bit(z, args[a0], irow, inflat, base, n_in):
-                _put_bit(z, g, _bit(z, args[a0 + 1], irow, inflat, base, n_in))
+        if 2 <= code <= 6:  # XOR, AND, CH, MAJ (one bit of two or three), ADDW (words of 32 bits)
+            if code == 6:
+                nbits = args[a0]
+                total = np.uint64(args[a0 + 1])
+                n = 32 * args[a0 + 2]
+                p = a0 + 3
             else:
-                _put_bit(z, g, _bit(z, args[a0 + 2], irow, inflat, base, n_in))
-        elif code == 5:  # MAJ
-            g = _gidx(out, irow, inflat, base, n_in)
-            cnt = 0
-            for j in range(3):
-                if _bit(z, args[a0 + j], irow, inflat, base, n_in):
-                    cnt += 1
-            _put_bit(z, g, cnt >= 2)
-        elif code == 6:  # ADDW
-            nbits = args[a0]
-            total = np.uint64(args[a0 + 1])
-            nw = args[a0 + 2]
-            p = a0 + 3
-            for wi in range(nw):
-                word = _U0
-                for i in range(32):
-                    if _bit(z, args[p + 32 * wi + i], irow, inflat, base, n_in):
-                        word |= _U1 << np.uint64(i)
-                total += word
-            g = _gidx(out, irow, inflat, base, n_in)
+                n = 3 if code >= 4 else 2
+                p = a0
+                total = _U0
+            word = _U0
+            for i in range(n):  # the operands' bits, each possibly negated (the code's low bit)
+                c = args[p + i]
+                s = c >> 1
+                g = base + s - 1 - n_in if s > n_in else (inflat[irow + s - 1] if s else 0)
+                if ((z[g, 0] | z[g, 1] | z[g, 2] | z[g, 3]) != _U0) != ((c & 1) == 1):
+                    word |= _U1 << np.uint64(i & 31)
+                if code == 6 and i & 31 == 31:
+                    total += word
+                    word = _U0
+            if code != 6:
+                x = word & _U1
+                y = (word >> _U1) & _U1
+                w = word >> np.uint64(2)
+                if code == 2:
+                    total = x ^ y
+                elif code == 3:
+                    total = x & y
+                elif code == 4:
+                    total = y if x else w
+                else:
+                    total = np.uint64(1) if x + y + w >= 2 else _U0
+                nbits = 1
+            g = base + out - 1 - n_in if out > n_in else (inflat[irow + out - 1] if out else 0)
             for i in range(nbits):
-                _put_bit(z, g + i, ((total >> np.uint64(i)) & _U1) == _U1)
+                one = ((total >> np.uint64(i)) & _U1) == _U1
+                for w4 in range(4):
+                    z[g + i, w4] = FR_ONE[w4] if one else _U0
         elif code == 0:  # LIN
             g = _gidx(out, irow, inflat, base, n_in)
             fr_store(z, g, _lin(z, args, a0, na // 2, consts, coff, irow, inflat, base, n_in))
@@ -221,8 +206,9 @@ def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, bases, pool
             v = fr_from_mont(_lin(z, args, a0 + 1, (na - 1) // 2, consts, coff, irow, inflat, base, n_in))
             g = _gidx(out, irow, inflat, base, n_in)
             for i in range(nbits):
-                limb = v[i // 64]
-                _put_bit(z, g + i, ((limb >> np.uint64(i % 64)) & _U1) == _U1)
+                one = ((v[i // 64] >> np.uint64(i % 64)) & _U1) == _U1
+                for w4 in range(4):
+                    z[g + i, w4] = FR_ONE[w4] if one else _U0
         elif code == 8:  # POSEIDON
             _poseidon(z, out, args[a0], args, a0 + 1, irow, inflat, base, n_in, pool, meta)
 
