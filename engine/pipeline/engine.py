@@ -20,15 +20,17 @@ process, each part in a module of its own:
   proof is verified, and the partition and its job are closed;
 * the sampler (engine.telemetry.sampler).
 
-The parts share one state, not one class: each takes the Core (engine.pipeline.core: the
-records, keys and workers under one lock, the event hub), so what a part may touch is in its
-constructor and each module reads in one sitting. How partitions and jobs end (a retry, a
-failure, a cancellation, proof_done) is engine.pipeline.endings, the orchestrator's half of
-the key protocol engine.pipeline.key_loads, the worker processes engine.pipeline.supervisor.
-The appliers of the live knobs stay methods here: the settings table names them
-(engine/settings.py, ``Knob.apply``). A stop that does not drain ends every unfinished
-partition in ``cancelled`` (never ``failed``), and a job with a cancelled partition gets no
-proof_done.
+The parts share one state, not one class: each is a small class or plain functions over the
+Core (engine.pipeline.core: the records, keys and workers under one lock, the event hub)
+rather than a mixin of the Engine, so each module reads in one sitting, without the API, and
+what one part asks of another is a call by name (the results thread hands a synthesized
+partition to the GPU slots, a slot hands it to dealloc or finalize). How partitions and jobs
+end (a retry, a failure, a cancellation, proof_done) is engine.pipeline.endings, the
+orchestrator's half of the key protocol engine.pipeline.key_loads, the worker processes
+engine.pipeline.supervisor. The appliers of the live knobs stay methods here: the settings
+table names them (engine/settings.py, ``Knob.apply``). A stop that does not drain ends every
+unfinished partition in ``cancelled`` (never ``failed``), and a job with a cancelled partition
+gets no proof_done.
 
 Stage order of a partition: queued → synthesizing → synthesized (the worker's reply; delivery
 waits for the job's key on every prover and for room) → waiting_gpu → gpu → deallocating →
