@@ -205,9 +205,9 @@ async def test_quitting_while_the_engine_starts_stops_it(config, tmp_path):
         await pilot.press("q")
         gate.set()
     deadline = time.monotonic() + 60
-    while not (pids and built[0]._closed) and time.monotonic() < deadline:
+    while not (pids and built[0]._core.closed) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert pids and built[0]._closed
+    assert pids and built[0]._core.closed
     deadline = time.monotonic() + 10
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)

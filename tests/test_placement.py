@@ -231,10 +231,11 @@ def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path
 
     The engine runs one prover per listed device only on a device backend (on the cpu backend
     ``devices`` collapses to the one ``cpu0``), and no machine here has two GPUs. So a
-    cpu-backend Engine is given two device provers through its ``_devices`` (``gpu0``, ``gpu1``:
-    real processes whose cpu backend ignores the device number), the device key source that the
-    cuda backend picks when the disk cannot hold the key (each prover generates its key itself,
-    in its own process), and a fake two-node sysfs with one of this machine's CPUs per node.
+    cpu-backend Engine is given two device provers through its core's ``devices`` (``gpu0``,
+    ``gpu1``: real processes whose cpu backend ignores the device number), the device key
+    source that the cuda backend picks when the disk cannot hold the key (each prover generates
+    its key itself, in its own process), and a fake two-node sysfs with one of this machine's
+    CPUs per node.
     Then: synthesis worker 0 runs on the first CPU and worker 1 on the second, the engine says
     the placement, both keys are made concurrently with progress lines naming their prover, and
     the job's proof verifies."""
@@ -271,7 +272,7 @@ def test_a_two_gpu_host_binds_workers_apart_and_makes_both_keys_at_once(tmp_path
     cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=1,
                        param_cache=str(tmp_path / "params"), sample_interval_s=0.1)
     eng = Engine(cfg, progress=lambda line: lines.append((time.monotonic(), line)))
-    eng._devices = [0, 1]  # the seam described above
+    eng._core.devices = [0, 1]  # the seam described above
     q = eng.subscribe()
     eng.start()
     try:

@@ -4,11 +4,12 @@ restarts a dead prover or gives up on it, watches busy workers for stalls, and s
 Workers are started with ``spawn`` from one spawner thread (engine.pipeline.spawner) and die
 with the orchestrator (engine.pipeline.workers.die_with_parent). Synthesis workers are a pool
 that grows up to the admission limit; there is one prover per device (``gpu<N>``), or ``cpu0``
-on the CPU backend. What a death means for the partitions a worker held is the Engine's
-business: :meth:`Supervisor.reap` hands it the dead workers, and after the Engine has dealt
-with their partitions :meth:`Supervisor.after_death` restarts a prover, or reports through the
-``on_give_up`` callback that it gave up on it (a prover that dies MAX_PROVER_START_FAILURES
-times before it is ready, or while loading its keys, is not restarted forever).
+on the CPU backend. What a death means for the partitions a worker held is the business of
+the Engine's results thread (engine.pipeline.results): :meth:`Supervisor.reap` hands it the dead
+workers, and after it has dealt with their partitions :meth:`Supervisor.after_death` restarts a
+prover, or reports through the ``on_give_up`` callback that it gave up on it (a prover that
+dies MAX_PROVER_START_FAILURES times before it is ready, or while loading its keys, is not
+restarted forever).
 
 State (the worker lists, failures, the provers given up on) is guarded by the Engine's state
 lock, which the caller holds for every method except :meth:`stop` and :meth:`close`.

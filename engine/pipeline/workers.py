@@ -81,7 +81,7 @@ def die_with_parent(parent_pid: int | None) -> None:
 
     Linux sends the parent-death signal when the *thread* that forked this process exits; the
     engine forks every worker from one spawner thread that outlives them all
-    (engine.pipeline.engine). The parent may already be gone by the time this runs (start-up
+    (engine.pipeline.spawner). The parent may already be gone by the time this runs (start-up
     takes a while): then getppid() is no longer ``parent_pid`` and the worker exits at once."""
     if parent_pid is None:
         return
