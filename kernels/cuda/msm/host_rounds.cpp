@@ -1,7 +1,8 @@
 // Host build of rounds.cuh and ff/batch_inverse.cuh: each kernel as a loop over its threads, in
 // an order picked by `order` (0: first to last, 1: last to first, 2: odd threads, then even), so
 // a pass that depended on its threads' order would be seen. tests/test_cuda_host_rounds.py runs
-// kernels/cuda/msm_rounds.py's rounds with these standing in for the device kernels.
+// kernels/cuda/msm_rounds.py's rounds with these standing in for the device kernels, also built
+// with rounds.cuh's build variant (-DROUNDS_PREFETCH=1: the slots' entries read two ahead).
 #include "rounds.cuh"
 #include "host_order.cuh"
 
@@ -29,6 +30,9 @@
     }
 
 extern "C" {
+// the build variant this library was built with (rounds.cuh's ROUNDS_PREFETCH), so a test knows
+// its define arrived
+int host_rounds_prefetch() { return ROUNDS_PREFETCH; }
 HOST_ROUNDS(g1, Fp, fused, true, true)
 HOST_ROUNDS(g1, Fp, step, false, true)
 HOST_ROUNDS(g1, Fp, finish, true, false)

@@ -58,6 +58,22 @@
 #define ROUNDS_LDG(p) (*(p))
 #endif
 
+// Build variant (SEALTOP_CUDA_DEFINES, module.py), for measuring against the default; off by
+// default, and it changes nothing that is computed (tests/test_cuda_host_rounds.py builds it too):
+//   ROUNDS_PREFETCH=1  the pass reads each slot's state byte and entries two slots ahead (one by
+//                      default) and asks L2 for the next slot's accumulator, prefix and points
+//                      (prefetch.global.L2: no registers held) before it works on this one, so
+//                      that the next slot's loads hit L2 instead of waiting on DRAM;
+//   ROUNDS_PREFETCH=2  the same into L1 (prefetch.global.L1: nearer, but the SM's L1 holds
+//                      ~200 KB, about two slots' rows for each of its 512 threads).
+// Why: ncu of H's first round found the fused pass at 23 % occupancy (128 registers), 60 cycles
+// between a warp's instructions and DRAM 58 % busy, i.e. waiting on memory latency. More warps
+// cost registers (msm_g1.cu's MSM_G1_ROUNDS_MINB: ptxas spills ~250 bytes at 96 registers, ~450 at
+// 80); a prefetch holds none.
+#ifndef ROUNDS_PREFETCH
+#define ROUNDS_PREFETCH 0
+#endif
+
 struct RoundsArgs {
     const uint32_t* points;  // affine rows (x, y), 2 W words each
     const uint32_t* sorted;  // entries: point index | negate y << 31
@@ -97,6 +113,44 @@ HD void rounds_store(const F& v, uint32_t* base, uint32_t ns, uint32_t j) {
     UNROLL for (int i = 0; i < F::WORDS / 4; i++) q[(uint64_t)i * ns + j] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
 }
 
+HD void rounds_prefetch(const void* p) {
+#if defined(__CUDA_ARCH__) && ROUNDS_PREFETCH == 2
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#elif defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+
+// ROUNDS_PREFETCH: ask L2 for what the pass will read of slot j (state st, pending entry ent,
+// round-r entry v): the accumulator, the prefix and the points' rows (their first and last words,
+// so both lines a row may span).
+template <class F, bool FIN, bool STEP>
+HD void rounds_prefetch_slot(const RoundsArgs& a, uint32_t j, uint8_t st, uint32_t ent, uint32_t v) {
+    constexpr int W = F::WORDS;
+    const bool pending = FIN && (st & ROUNDS_KIND) != ROUNDS_NONE;
+    const bool out = j >= a.ncont;
+    if (!STEP && !pending && !out) return;
+    const uint4* acc = reinterpret_cast<const uint4*>(a.acc);
+    if (st & ROUNDS_FULL) {
+        UNROLL for (int i = 0; i < W / 4; i++) rounds_prefetch(acc + (uint64_t)i * a.ns + j);
+        if (pending || out) UNROLL for (int i = W / 4; i < W / 2; i++) rounds_prefetch(acc + (uint64_t)i * a.ns + j);
+    }
+    if (pending) {
+        const uint4* pref = reinterpret_cast<const uint4*>(a.pref);
+        UNROLL for (int i = 0; i < W / 4; i++) rounds_prefetch(pref + (uint64_t)i * a.ns + j);
+        const uint32_t* row = a.points + (uint64_t)(ent & 0x7fffffffu) * (2 * W);
+        rounds_prefetch(row);
+        rounds_prefetch(row + 2 * W - 1);
+    }
+    if (STEP && !out) {
+        const uint32_t* row = a.points + (uint64_t)(v & 0x7fffffffu) * (2 * W);
+        rounds_prefetch(row);
+        rounds_prefetch(row + W - 1);
+    }
+}
+
 // Thread g's pass over its slots (see the top of the file). FIN and STEP pick the pass's parts at
 // compile time, so the step-only kernel keeps few registers.
 template <class F, bool FIN, bool STEP>
@@ -110,22 +164,45 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
     F run = F::one();
     // the next slot's state byte, pending entry and round-r entry are read one slot ahead, so a
     // slot's point gathers wait on one load, not a chain of two or three (state, then entry, then
-    // point; start, then entry, then point)
+    // point; start, then entry, then point); with ROUNDS_PREFETCH two slots ahead (the "n2" ones)
     const bool rev = a.flags & ROUNDS_REVERSE;
     uint32_t jn = (rev ? kn - 1 : 0) * a.NT + g;
     uint8_t st_n = first ? 0 : a.state[jn];
     uint32_t ent_n = FIN && !first ? a.ent[jn] : 0;
     uint32_t v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
+#if ROUNDS_PREFETCH
+    uint32_t jn2 = 0, ent_n2 = 0, v_n2 = 0;
+    uint8_t st_n2 = 0;
+    if (kn > 1) {
+        jn2 = (rev ? kn - 2 : 1) * a.NT + g;
+        st_n2 = first ? 0 : a.state[jn2];
+        ent_n2 = FIN && !first ? a.ent[jn2] : 0;
+        v_n2 = STEP && jn2 < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn2) + a.r) : 0;
+    }
+#endif
     for (uint32_t s = 0; s < kn; s++) {
         const uint32_t j = jn;
         const uint8_t st = st_n;
         const uint32_t ent = ent_n, vr = v_n;
+#if ROUNDS_PREFETCH
+        if (s + 1 < kn) {  // slot s + 1: its entries were read an iteration ago; ask L2 for its rows
+            jn = jn2, st_n = st_n2, ent_n = ent_n2, v_n = v_n2;
+            rounds_prefetch_slot<F, FIN, STEP>(a, jn, st_n, ent_n, v_n);
+        }
+        if (s + 2 < kn) {
+            jn2 = (rev ? kn - 3 - s : s + 2) * a.NT + g;
+            st_n2 = first ? 0 : a.state[jn2];
+            ent_n2 = FIN && !first ? a.ent[jn2] : 0;
+            v_n2 = STEP && jn2 < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn2) + a.r) : 0;
+        }
+#else
         if (s + 1 < kn) {
             jn = (rev ? kn - 2 - s : s + 1) * a.NT + g;
             st_n = first ? 0 : a.state[jn];
             ent_n = FIN && !first ? a.ent[jn] : 0;
             v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
         }
+#endif
         const bool full = st & ROUNDS_FULL;
         const bool pending = FIN && (st & ROUNDS_KIND) != ROUNDS_NONE;
         const bool out = j >= a.ncont;
