@@ -22,12 +22,13 @@
 #                  from .peer (a copy of ../shared/peers/sppark; carry it) into /tmp/peer/build
 #   variants_build (in the background) compile msm_g1 (and $VARIANT_MODULES) for each build variant in
 #                  $VARIANTS (each a SEALTOP_CUDA_DEFINES value; variants apart by spaces, defines within
-#                  one by ";", e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)"; "default": no defines),
+#                  one by ";", e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)"; "default", "default2", ...:
+#                  no defines, built once: a second default timed last gives the spread between runs),
 #                  all at once; the variants and variant_tests steps wait for these compilations first
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
 #   variant_tests  $VARIANT_TESTS (default tests/test_cuda_msm_batch.py; pytest -k "$VARIANT_TESTS_K" when
-#                  set) under each build variant in $VARIANTS but "default"
+#                  set) under each build variant in $VARIANTS but the defaults
 #   rounds_tests   the "rounds" accumulation's GPU tests (tests/test_cuda_msm_rounds.py) and its
 #                  host-built ones (time it with KERNELS_BENCH="msm_g1_acc=xyzz,rounds,rounds3:24,27")
 #                  and the multi-item buckets' prefold (tests/test_cuda_msm_fold*.py: kernels/cuda/msm_fold.py;
@@ -101,8 +102,8 @@ wait_variants() {  # the variants' compilations done (each writes its own varian
     | tee -a "$out/steps.txt"
   vb_pids=()
 }
-defines() {  # defines VARIANT: its SEALTOP_CUDA_DEFINES value ("default": none)
-  [ "$1" = default ] && echo "" || echo "$1"
+defines() {  # defines VARIANT: its SEALTOP_CUDA_DEFINES value ("default", "default2", ...: none)
+  case $1 in default*) echo "" ;; *) echo "$1" ;; esac
 }
 
 step() {  # step NAME SECONDS CMD...
@@ -154,8 +155,11 @@ for s in "$@"; do
         echo "peer_build: rc=$? in $(( $(date +%s) - t0 )) s" | tee -a "$out/steps.txt"
       ) > "$work/peer_build.txt" 2>&1 &
       peer_pid=$! ;;
-    variants_build) vb_t0=$(date +%s)
+    variants_build) vb_t0=$(date +%s); built=" "
       for v in ${VARIANTS:-}; do
+        d=$(defines "$v")
+        case "$built" in *" [$d] "*) continue ;; esac  # "default2": the same build as "default"
+        built="$built[$d] "
         for mod in msm_g1 ${VARIANT_MODULES:-}; do
           SEALTOP_CUDA_DEFINES="$(defines "$v")" timeout 400 python3 -c \
             "import time; t=time.time(); from kernels.cuda.module import module; module('$mod'); print(f'variant $v $mod compiled in {time.time()-t:.1f} s')" \
@@ -190,7 +194,7 @@ for s in "$@"; do
       done ;;
     variant_tests) wait_variants
       for v in ${VARIANTS:-}; do
-        [ "$v" = default ] && continue
+        case $v in default*) continue ;; esac
         SEALTOP_CUDA_DEFINES="$v" step "vtests_${v//[^A-Za-z0-9]/_}" 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
           ${VARIANT_TESTS_K:+-k "$VARIANT_TESTS_K"} ${VARIANT_TESTS:-tests/test_cuda_msm_batch.py}
       done ;;
@@ -266,5 +270,6 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
     *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
   esac
 done
+wait_variants  # compilations no step waited for still land in the cache that goes back
 rm -rf "$work"
 tar czf "$out/cupy_cache.tgz" -C .cupycache .
