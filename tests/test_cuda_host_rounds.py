@@ -2,7 +2,7 @@
 the levelled batch inversion (kernels/cuda/ff/batch_inverse.cuh, kernels/cuda/batch_inverse.py),
 built for the host and run by the real host driver over tests/rounds_fake.py (numpy for CuPy,
 streams run in a random interleaving, each kernel's threads in a random order), also with the
-build variant ROUNDS_PREFETCH (the slots' entries read two ahead). Item sums are
+build variants ROUNDS_PREFETCH and ROUNDS_PREFETCH_DIST (the slots' entries read ahead). Item sums are
 checked against arkworks' sums, with doublings, P + (-P),
 points at infinity, empty items, items of one entry and uneven lengths planted; the inversion
 against pow(x, -1, p). No GPU needed."""
@@ -28,18 +28,18 @@ pytestmark = needs_cxx
 Pt = tuple[int, int] | None
 
 
-# (field build, rounds.cuh's ROUNDS_PREFETCH): both builds of the field arithmetic, and the
-# prefetch variant (entries read two slots ahead: the index logic is what the host can check; the
-# prefetches themselves are no-ops here)
-LIBS = [(b, 0) for b in BUILDS] + [("ptx_model", 1)]
+# (field build, rounds.cuh's ROUNDS_PREFETCH and ROUNDS_PREFETCH_DIST): both builds of the field
+# arithmetic, and the prefetch variants (each slot's entries read D + 1 slots ahead: the index
+# logic is what the host can check; the prefetches themselves are no-ops here)
+LIBS = [(b, 0, 1) for b in BUILDS] + [("ptx_model", 1, 1), ("portable", 1, 3)]
 
 
-@pytest.fixture(scope="module", params=LIBS, ids=[f"{b}-prefetch{p}" for b, p in LIBS])
+@pytest.fixture(scope="module", params=LIBS, ids=[f"{b}-prefetch{p}-dist{d}" for b, p, d in LIBS])
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    build, prefetch = request.param
-    flags = ("-O1", ptx_flag(build)) + ((f"-DROUNDS_PREFETCH={prefetch}",) if prefetch else ())
+    build, prefetch, dist = request.param
+    flags = ("-O1", ptx_flag(build)) + ((f"-DROUNDS_PREFETCH={prefetch}", f"-DROUNDS_PREFETCH_DIST={dist}") if prefetch else ())
     out = host_library(tmp_path_factory, "msm/host_rounds.cpp", *flags)
-    assert out.host_rounds_prefetch() == prefetch  # the define reached the build
+    assert out.host_rounds_variant() == 100 * prefetch + dist  # the defines reached the build
     return out
 
 

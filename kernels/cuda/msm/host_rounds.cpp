@@ -2,7 +2,8 @@
 // an order picked by `order` (0: first to last, 1: last to first, 2: odd threads, then even), so
 // a pass that depended on its threads' order would be seen. tests/test_cuda_host_rounds.py runs
 // kernels/cuda/msm_rounds.py's rounds with these standing in for the device kernels, also built
-// with rounds.cuh's build variant (-DROUNDS_PREFETCH=1: the slots' entries read two ahead).
+// with rounds.cuh's build variants (-DROUNDS_PREFETCH=1, ROUNDS_PREFETCH_DIST: the slots' entries
+// read ahead).
 #include "rounds.cuh"
 #include "host_order.cuh"
 
@@ -30,9 +31,9 @@
     }
 
 extern "C" {
-// the build variant this library was built with (rounds.cuh's ROUNDS_PREFETCH), so a test knows
-// its define arrived
-int host_rounds_prefetch() { return ROUNDS_PREFETCH; }
+// the build variant this library was built with (rounds.cuh's ROUNDS_PREFETCH and
+// ROUNDS_PREFETCH_DIST), so a test knows its defines arrived
+int host_rounds_variant() { return 100 * ROUNDS_PREFETCH + ROUNDS_PREFETCH_DIST; }
 HOST_ROUNDS(g1, Fp, fused, true, true)
 HOST_ROUNDS(g1, Fp, step, false, true)
 HOST_ROUNDS(g1, Fp, finish, true, false)

@@ -65,13 +65,19 @@
 //                      (prefetch.global.L2: no registers held) before it works on this one, so
 //                      that the next slot's loads hit L2 instead of waiting on DRAM;
 //   ROUNDS_PREFETCH=2  the same into L1 (prefetch.global.L1: nearer, but the SM's L1 holds
-//                      ~200 KB, about two slots' rows for each of its 512 threads).
+//                      ~200 KB, about two slots' rows for each of its 512 threads);
+//   ROUNDS_PREFETCH_DIST=D (with either; 1 by default) asks for slot s + D's rows while working
+//                      on slot s, its entries read D + 1 slots ahead: for when one slot's work is
+//                      shorter than DRAM's latency under the pass's load.
 // Why: ncu of H's first round found the fused pass at 23 % occupancy (128 registers), 60 cycles
 // between a warp's instructions and DRAM 58 % busy, i.e. waiting on memory latency. More warps
 // cost registers (msm_g1.cu's MSM_G1_ROUNDS_MINB: ptxas spills ~250 bytes at 96 registers, ~450 at
 // 80); a prefetch holds none.
 #ifndef ROUNDS_PREFETCH
 #define ROUNDS_PREFETCH 0
+#endif
+#ifndef ROUNDS_PREFETCH_DIST
+#define ROUNDS_PREFETCH_DIST 1
 #endif
 
 struct RoundsArgs {
@@ -123,7 +129,24 @@ HD void rounds_prefetch(const void* p) {
 #endif
 }
 
-// ROUNDS_PREFETCH: ask L2 for what the pass will read of slot j (state st, pending entry ent,
+// ROUNDS_PREFETCH: a slot's index and the entries the pass reads ahead of its work (zeros past
+// the thread's kn slots), for the k-th slot of the thread's walk.
+struct RoundsAhead {
+    uint32_t j, ent, v;
+    uint8_t st;
+};
+template <bool FIN, bool STEP>
+HD RoundsAhead rounds_ahead(const RoundsArgs& a, uint32_t k, uint32_t kn, uint32_t g, bool rev, bool first) {
+    RoundsAhead h{0, 0, 0, 0};
+    if (k >= kn) return h;
+    h.j = (rev ? kn - 1 - k : k) * a.NT + g;
+    h.st = first ? 0 : a.state[h.j];
+    h.ent = FIN && !first ? a.ent[h.j] : 0;
+    h.v = STEP && h.j < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + h.j) + a.r) : 0;
+    return h;
+}
+
+// ROUNDS_PREFETCH: ask the cache for what the pass will read of slot j (state st, pending entry ent,
 // round-r entry v): the accumulator, the prefix and the points' rows (their first and last words,
 // so both lines a row may span).
 template <class F, bool FIN, bool STEP>
@@ -164,38 +187,37 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
     F run = F::one();
     // the next slot's state byte, pending entry and round-r entry are read one slot ahead, so a
     // slot's point gathers wait on one load, not a chain of two or three (state, then entry, then
-    // point; start, then entry, then point); with ROUNDS_PREFETCH two slots ahead (the "n2" ones)
+    // point; start, then entry, then point); with ROUNDS_PREFETCH D + 1 slots ahead (q below)
     const bool rev = a.flags & ROUNDS_REVERSE;
+#if !ROUNDS_PREFETCH
     uint32_t jn = (rev ? kn - 1 : 0) * a.NT + g;
     uint8_t st_n = first ? 0 : a.state[jn];
     uint32_t ent_n = FIN && !first ? a.ent[jn] : 0;
     uint32_t v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
+#endif
 #if ROUNDS_PREFETCH
-    uint32_t jn2 = 0, ent_n2 = 0, v_n2 = 0;
-    uint8_t st_n2 = 0;
-    if (kn > 1) {
-        jn2 = (rev ? kn - 2 : 1) * a.NT + g;
-        st_n2 = first ? 0 : a.state[jn2];
-        ent_n2 = FIN && !first ? a.ent[jn2] : 0;
-        v_n2 = STEP && jn2 < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn2) + a.r) : 0;
+    // q[i]: slot s + i's entries at the top of iteration s (i <= D); slot s + D is asked of the
+    // cache at iteration s, an iteration after its entries were read (the first D - 1 slots
+    // before the loop)
+    constexpr int D = ROUNDS_PREFETCH_DIST;
+    RoundsAhead q[D + 1];
+    UNROLL for (int i = 0; i <= D; i++) q[i] = rounds_ahead<FIN, STEP>(a, i, kn, g, rev, first);
+    UNROLL for (int i = 1; i < D; i++) {
+        if (i < kn) rounds_prefetch_slot<F, FIN, STEP>(a, q[i].j, q[i].st, q[i].ent, q[i].v);
     }
 #endif
     for (uint32_t s = 0; s < kn; s++) {
+#if ROUNDS_PREFETCH
+        const uint32_t j = q[0].j;
+        const uint8_t st = q[0].st;
+        const uint32_t ent = q[0].ent, vr = q[0].v;
+        UNROLL for (int i = 0; i < D; i++) q[i] = q[i + 1];
+        if (s + D < kn) rounds_prefetch_slot<F, FIN, STEP>(a, q[D - 1].j, q[D - 1].st, q[D - 1].ent, q[D - 1].v);
+        q[D] = rounds_ahead<FIN, STEP>(a, s + D + 1, kn, g, rev, first);
+#else
         const uint32_t j = jn;
         const uint8_t st = st_n;
         const uint32_t ent = ent_n, vr = v_n;
-#if ROUNDS_PREFETCH
-        if (s + 1 < kn) {  // slot s + 1: its entries were read an iteration ago; ask L2 for its rows
-            jn = jn2, st_n = st_n2, ent_n = ent_n2, v_n = v_n2;
-            rounds_prefetch_slot<F, FIN, STEP>(a, jn, st_n, ent_n, v_n);
-        }
-        if (s + 2 < kn) {
-            jn2 = (rev ? kn - 3 - s : s + 2) * a.NT + g;
-            st_n2 = first ? 0 : a.state[jn2];
-            ent_n2 = FIN && !first ? a.ent[jn2] : 0;
-            v_n2 = STEP && jn2 < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn2) + a.r) : 0;
-        }
-#else
         if (s + 1 < kn) {
             jn = (rev ? kn - 2 - s : s + 1) * a.NT + g;
             st_n = first ? 0 : a.state[jn];
