@@ -58,12 +58,13 @@
 #define ROUNDS_LDG(p) (*(p))
 #endif
 
-// Build variant (SEALTOP_CUDA_DEFINES, module.py), for measuring against the default; off by
-// default, and it changes nothing that is computed (tests/test_cuda_host_rounds.py builds it too):
+// Build variants (SEALTOP_CUDA_DEFINES, module.py), for measuring against the default; off by
+// default, and they change nothing that is computed (tests/test_cuda_host_rounds.py builds them too):
 //   ROUNDS_PREFETCH=1  the pass reads each slot's state byte and entries two slots ahead (one by
 //                      default) and asks L2 for the next slot's accumulator, prefix and points
 //                      (prefetch.global.L2: no registers held) before it works on this one, so
-//                      that the next slot's loads hit L2 instead of waiting on DRAM;
+//                      that the next slot's loads hit L2 instead of waiting on DRAM (13
+//                      prefetches a slot in the fused pass; each lane asks for its own words);
 //   ROUNDS_PREFETCH=2  the same into L1 (prefetch.global.L1: nearer, but the SM's L1 holds
 //                      ~200 KB, about two slots' rows for each of its 512 threads);
 //   ROUNDS_PREFETCH_DIST=D (with either; 1 by default) asks for slot s + D's rows while working
@@ -189,12 +190,6 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
     // slot's point gathers wait on one load, not a chain of two or three (state, then entry, then
     // point; start, then entry, then point); with ROUNDS_PREFETCH D + 1 slots ahead (q below)
     const bool rev = a.flags & ROUNDS_REVERSE;
-#if !ROUNDS_PREFETCH
-    uint32_t jn = (rev ? kn - 1 : 0) * a.NT + g;
-    uint8_t st_n = first ? 0 : a.state[jn];
-    uint32_t ent_n = FIN && !first ? a.ent[jn] : 0;
-    uint32_t v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
-#endif
 #if ROUNDS_PREFETCH
     // q[i]: slot s + i's entries at the top of iteration s (i <= D); slot s + D is asked of the
     // cache at iteration s, an iteration after its entries were read (the first D - 1 slots
@@ -205,6 +200,11 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
     UNROLL for (int i = 1; i < D; i++) {
         if (i < kn) rounds_prefetch_slot<F, FIN, STEP>(a, q[i].j, q[i].st, q[i].ent, q[i].v);
     }
+#else
+    uint32_t jn = (rev ? kn - 1 : 0) * a.NT + g;
+    uint8_t st_n = first ? 0 : a.state[jn];
+    uint32_t ent_n = FIN && !first ? a.ent[jn] : 0;
+    uint32_t v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
 #endif
     for (uint32_t s = 0; s < kn; s++) {
 #if ROUNDS_PREFETCH
