@@ -20,12 +20,15 @@
 #   handoff        one_slot's two runs at CPython's default switch interval, then at the engine's
 #   peer_build     (in the background) build sppark's harness and kernels/cuda/peer/sppark_ff_probe.cu
 #                  from .peer (a copy of ../shared/peers/sppark; carry it) into /tmp/peer/build
-#   variants_build (in the background) compile msm_g1 for each build variant in $VARIANTS (each a
-#                  SEALTOP_CUDA_DEFINES value; variants apart by spaces, defines within one by ";",
-#                  e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)")
+#   variants_build (in the background) compile msm_g1 (and $VARIANT_MODULES) for each build variant in
+#                  $VARIANTS (each a SEALTOP_CUDA_DEFINES value; variants apart by spaces, defines within
+#                  one by ";", e.g. "MSM_G1_ACC_BOUNDS=__launch_bounds__(128,2)"; "default", "default2", ...:
+#                  no defines, built once: a second default timed last gives the spread between runs),
+#                  all at once; the variants and variant_tests steps wait for these compilations first
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
 #   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
-#   variant_tests  $VARIANT_TESTS (default tests/test_cuda_msm_batch.py) under each build variant in $VARIANTS
+#   variant_tests  $VARIANT_TESTS (default tests/test_cuda_msm_batch.py; pytest -k "$VARIANT_TESTS_K" when
+#                  set) under each build variant in $VARIANTS but the defaults
 #   rounds_tests   the "rounds" accumulation's GPU tests (tests/test_cuda_msm_rounds.py) and its
 #                  host-built ones (time it with KERNELS_BENCH="msm_g1_acc=xyzz,rounds,rounds3:24,27")
 #                  and the multi-item buckets' prefold (tests/test_cuda_msm_fold*.py: kernels/cuda/msm_fold.py;
@@ -48,7 +51,8 @@
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
-#   variants       G1 MSM timings ($VARIANT_BENCH) for each build variant in $VARIANTS
+#   variants       G1 MSM timings ($VARIANT_BENCH) for each build variant in $VARIANTS ("default":
+#                  $VARIANT_BENCH_DEFAULT when set, e.g. the rounds modes a runtime setting picks)
 #   devkey_tests   the device-made key and H step GPU tests (medium), plus $EXTRA_GPU_TESTS
 #   devkey_large   the device-made key equal to setup's key file at large (SEALTOP_HEAVY=1)
 #   probe          scripts/device_key_probe.py $PROBE_PRESET (default large), $PROBE_PROOFS proofs
@@ -89,6 +93,18 @@ nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$w
 nproc >> "$work/gpu.txt"
 # numba compiles cold on a fresh machine: warm it in the background while the GPU steps run
 (python3 -m engine.warmup > "$work/warm.txt" 2>&1 &)
+
+vb_pids=()  # the variants_build compilations still running
+wait_variants() {  # the variants' compilations done (each writes its own variant_build_*.txt)
+  [ ${#vb_pids[@]} -eq 0 ] && return
+  wait "${vb_pids[@]}"
+  echo "variants_build: done $(( $(date +%s) - vb_t0 )) s after it started; $(cat "$work"/variant_build_*.txt | grep -c ' compiled in ') compiled" \
+    | tee -a "$out/steps.txt"
+  vb_pids=()
+}
+defines() {  # defines VARIANT: its SEALTOP_CUDA_DEFINES value ("default", "default2", ...: none)
+  case $1 in default*) echo "" ;; *) echo "$1" ;; esac
+}
 
 step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
@@ -139,11 +155,16 @@ for s in "$@"; do
         echo "peer_build: rc=$? in $(( $(date +%s) - t0 )) s" | tee -a "$out/steps.txt"
       ) > "$work/peer_build.txt" 2>&1 &
       peer_pid=$! ;;
-    variants_build) for v in ${VARIANTS:-}; do
+    variants_build) vb_t0=$(date +%s); built=" "
+      for v in ${VARIANTS:-}; do
+        d=$(defines "$v")
+        case "$built" in *" [$d] "*) continue ;; esac  # "default2": the same build as "default"
+        built="$built[$d] "
         for mod in msm_g1 ${VARIANT_MODULES:-}; do
-          (SEALTOP_CUDA_DEFINES="$v" timeout 400 python3 -c \
+          SEALTOP_CUDA_DEFINES="$(defines "$v")" timeout 400 python3 -c \
             "import time; t=time.time(); from kernels.cuda.module import module; module('$mod'); print(f'variant $v $mod compiled in {time.time()-t:.1f} s')" \
-            > "$work/variant_build_${mod}_${v//[^A-Za-z0-9]/_}.txt" 2>&1 &)
+            > "$work/variant_build_${mod}_${v//[^A-Za-z0-9]/_}.txt" 2>&1 &
+          vb_pids+=($!)
         done
       done ;;
     gpu_tests) step gpu_tests 420 python3 -m pytest -q -m gpu -p no:cacheprovider ;;
@@ -162,15 +183,20 @@ for s in "$@"; do
     compare) wait "${peer_pid:-0}" 2>/dev/null
       step compare 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
         --out "$work/compare.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "${COMPARE_NTT:-20,24}" --reps 5 ;;
-    variants) for v in ${VARIANTS:-}; do
-        export SEALTOP_CUDA_DEFINES="$v"
+    variants) wait_variants
+      for v in ${VARIANTS:-}; do
+        export SEALTOP_CUDA_DEFINES="$(defines "$v")"
+        spec=${VARIANT_BENCH:-msm_g1=20,22,24}
+        [ "$v" = default ] && spec=${VARIANT_BENCH_DEFAULT:-$spec}
         step "variant_${v//[^A-Za-z0-9]/_}" 240 python3 scripts/gpu_check.py "$work/variant_${v//[^A-Za-z0-9]/_}" --phases bench --repeat 5 \
-          --bench ${VARIANT_BENCH:-msm_g1=20,22,24}
+          --no-cache-save --bench $spec
         unset SEALTOP_CUDA_DEFINES
       done ;;
-    variant_tests) for v in ${VARIANTS:-}; do
+    variant_tests) wait_variants
+      for v in ${VARIANTS:-}; do
+        case $v in default*) continue ;; esac
         SEALTOP_CUDA_DEFINES="$v" step "vtests_${v//[^A-Za-z0-9]/_}" 200 python3 -m pytest -q -m gpu -p no:cacheprovider \
-          ${VARIANT_TESTS:-tests/test_cuda_msm_batch.py}
+          ${VARIANT_TESTS_K:+-k "$VARIANT_TESTS_K"} ${VARIANT_TESTS:-tests/test_cuda_msm_batch.py}
       done ;;
     ncu_msm) ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
       secs=""; for sec in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats MemoryWorkloadAnalysis ComputeWorkloadAnalysis}; do secs="$secs --section $sec"; done
@@ -244,5 +270,6 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
     *) echo "unknown step $s" | tee -a "$out/steps.txt" ;;
   esac
 done
+wait_variants  # compilations no step waited for still land in the cache that goes back
 rm -rf "$work"
 tar czf "$out/cupy_cache.tgz" -C .cupycache .

@@ -1,7 +1,7 @@
 """Build, check and time the cuda backend in one run, for a lent GPU machine.
 
     python scripts/gpu_check.py OUTDIR [--cache DIR] [--phases compile,tests,probe,bench]
-                                [--bench SPEC] [--repeat N] [--test-args ARGS]
+                                [--bench SPEC] [--repeat N] [--test-args ARGS] [--no-cache-save]
 
 Writes into OUTDIR (all flat files, so they come back from a device run):
   log.txt         everything printed, with timestamps;
@@ -250,6 +250,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--test-args", default="")
     ap.add_argument("--test-timeout", type=int, default=300)
+    ap.add_argument("--no-cache-save", action="store_true", help="skip OUTDIR/cupy_cache.tar.gz (a variant's run: the session saves the cache)")
     args = ap.parse_args()
 
     out = Path(args.outdir)
@@ -291,7 +292,9 @@ def main() -> int:
                 p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.test_timeout)
                 text, rc = p.stdout + p.stderr, p.returncode
             except subprocess.TimeoutExpired as exc:
-                text, rc = f"{exc.stdout or ''}{exc.stderr or ''}\nTIMEOUT after {args.test_timeout}s", -1
+                # a timeout's partial output comes as bytes even with text=True
+                part = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (exc.stdout, exc.stderr))
+                text, rc = f"{part}\nTIMEOUT after {args.test_timeout}s", -1
             (out / "tests.txt").write_text(text if isinstance(text, str) else text.decode())
             tail = [ln for ln in str(text).splitlines() if ln.strip()][-1:] or ["(no output)"]
             results["tests"] = {"rc": rc, "s": time.time() - t0, "last": tail[0]}
@@ -351,8 +354,8 @@ def main() -> int:
 
                     ext = endo_table(pts)
                     pts = ext[: ext.shape[0] // 2]
-                for _, acc, lg, w in runs:
-                    r = bench_msm(group, lg, args.repeat, window=w, points=pts, accumulate=acc, endo=ext)
+                for _, acc, lg, win in runs:
+                    r = bench_msm(group, lg, args.repeat, window=win, points=pts, accumulate=acc, endo=ext)
                     per = "rounds" if acc.startswith("rounds") else "slots a thread"
                     log(f"{group.upper()} MSM 2^{lg} {acc}{' GLV' if r['glv'] else ''} window {r['window']}: {r['ms']:.2f} ms"
                         + (f" (x{r['ratio']:.2f} sppark)" if r["ratio"] else "")
@@ -393,9 +396,10 @@ def main() -> int:
         results["error"] = repr(exc)
     finally:
         save()
-        with tarfile.open(out / "cupy_cache.tar.gz", "w:gz") as tf:
-            tf.add(cache, arcname="cupycache")
-        log(f"cache saved ({sum(f.stat().st_size for f in cache.iterdir()) / 1e6:.1f} MB)")
+        if not args.no_cache_save:
+            with tarfile.open(out / "cupy_cache.tar.gz", "w:gz") as tf:
+                tf.add(cache, arcname="cupycache")
+            log(f"cache saved ({sum(f.stat().st_size for f in cache.iterdir()) / 1e6:.1f} MB)")
     return 0 if "error" not in results else 1
 
 

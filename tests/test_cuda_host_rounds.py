@@ -1,7 +1,8 @@
 """The "rounds" bucket accumulation (kernels/cuda/msm/rounds.cuh, kernels/cuda/msm_rounds.py) and
 the levelled batch inversion (kernels/cuda/ff/batch_inverse.cuh, kernels/cuda/batch_inverse.py),
 built for the host and run by the real host driver over tests/rounds_fake.py (numpy for CuPy,
-streams run in a random interleaving, each kernel's threads in a random order). Item sums are
+streams run in a random interleaving, each kernel's threads in a random order), also with the
+build variants ROUNDS_PREFETCH and ROUNDS_PREFETCH_DIST (the slots' entries read ahead). Item sums are
 checked against arkworks' sums, with doublings, P + (-P),
 points at infinity, empty items, items of one entry and uneven lengths planted; the inversion
 against pow(x, -1, p). No GPU needed."""
@@ -27,9 +28,19 @@ pytestmark = needs_cxx
 Pt = tuple[int, int] | None
 
 
-@pytest.fixture(scope="module", params=BUILDS)
+# (field build, rounds.cuh's ROUNDS_PREFETCH and ROUNDS_PREFETCH_DIST): both builds of the field
+# arithmetic, and the prefetch variants (each slot's entries read D + 1 slots ahead: the index
+# logic is what the host can check; the prefetches themselves are no-ops here)
+LIBS = [(b, 0, 1) for b in BUILDS] + [("ptx_model", 1, 1), ("portable", 1, 3)]
+
+
+@pytest.fixture(scope="module", params=LIBS, ids=[f"{b}-prefetch{p}-dist{d}" for b, p, d in LIBS])
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return host_library(tmp_path_factory, "msm/host_rounds.cpp", "-O1", ptx_flag(request.param))
+    build, prefetch, dist = request.param
+    flags = ("-O1", ptx_flag(build)) + ((f"-DROUNDS_PREFETCH={prefetch}", f"-DROUNDS_PREFETCH_DIST={dist}") if prefetch else ())
+    out = host_library(tmp_path_factory, "msm/host_rounds.cpp", *flags)
+    assert out.host_rounds_variant() == 100 * prefetch + dist  # the defines reached the build
+    return out
 
 
 def fake_device(monkeypatch: pytest.MonkeyPatch, lib: ctypes.CDLL, rng: random.Random, small_levels: bool) -> Sched:
@@ -314,9 +325,9 @@ def test_ones_items_and_length(monkeypatch: pytest.MonkeyPatch) -> None:
     lo = msm_rounds.ONES_MIN["g1"]
     assert msm.ones_accumulation("g1", lo, "rounds-l16") == "rounds-l16" and msm.ones_accumulation("g1", lo - 1, "rounds") == "xyzz"
     assert msm.ones_accumulation("g2", 1 << 30, "xyzz") == "xyzz"
-    for bad in ("affine", "rounds-q2", "batch"):
+    for name in ("affine", "rounds-q2", "batch"):
         with pytest.raises(ValueError):
-            msm.ones_accumulation("g1", 10, bad)
+            msm.ones_accumulation("g1", 10, name)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])

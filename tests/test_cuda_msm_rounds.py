@@ -193,3 +193,30 @@ def test_groups_wait_for_the_gathers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(msm_rounds._Group, "__init__", held)
     for mode in ("rounds", "rounds3-g3"):
         assert np.array_equal(cp.asnumpy(msm.msm("g1", pts, sc, accumulate=mode)), want), mode
+
+
+def test_build_variant_in_effect() -> None:
+    """The G1 rounds kernels as built: their launch bounds are msm_g1.cu's MSM_G1_ROUNDS_THREADS
+    and MSM_G1_ROUNDS_MINB (256 and 2 unless SEALTOP_CUDA_DEFINES sets them, as a build variant's
+    run does), the host launches that block (msm_rounds.BLOCK) and ptxas fitted MINB blocks a
+    multiprocessor into the registers. Negative case: a block past the bound is refused."""
+    import cupy as cp
+
+    from kernels.cuda import msm_rounds
+    from kernels.cuda.module import define, kernel
+
+    threads, minb = define("MSM_G1_ROUNDS_THREADS", 256), define("MSM_G1_ROUNDS_MINB", 2)
+    assert msm_rounds.BLOCK["g1"] == threads
+    for name in ("g1_rounds_fused", "g1_rounds_finish", "g1_rounds_step"):
+        k = kernel("msm_g1", name)
+        assert k.max_threads_per_block == threads, name
+        if name != "g1_rounds_step":  # the step pass gets 768 threads a multiprocessor
+            assert k.num_regs * threads * minb <= 65536, (name, k.num_regs)
+    u = np.uint32
+    buf = cp.zeros(64, dtype=cp.uint32)
+    args = (buf, buf, buf, buf, buf, buf, buf, buf.view(cp.uint8), buf, buf, u(0), u(1), u(0), u(0), u(0), u(0))
+    fused = kernel("msm_g1", "g1_rounds_fused")
+    fused((1,), (threads,), args)  # nvisit = 0: every thread returns at once
+    cp.cuda.get_current_stream().synchronize()
+    with pytest.raises(cp.cuda.driver.CUDADriverError):
+        fused((1,), (2 * threads,), args)

@@ -33,6 +33,16 @@ OPTIONS = (
     + tuple(f"-D{d.strip()}" for d in os.environ.get("SEALTOP_CUDA_DEFINES", "").split(";") if d.strip())
 )
 
+
+def define(name: str, default: int) -> int:
+    """An integer build define's value from SEALTOP_CUDA_DEFINES (OPTIONS), else ``default``: for
+    the host code that must agree with a define (a kernel's block size from its launch bounds)."""
+    for opt in OPTIONS:
+        if opt.startswith(f"-D{name}="):
+            return int(opt.split("=", 1)[1])
+    return default
+
+
 _lock = threading.Lock()
 _cache: dict[str, Any] = {}
 

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from kernels.cuda.batch_inverse import BatchInverse
-from kernels.cuda.module import kernel
+from kernels.cuda.module import define, kernel
 from kernels.cuda.points import XYZZ_U64, grid
 from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import to_host
@@ -55,7 +55,8 @@ from kernels.cuda.stream import to_host
 SLOTS = int(os.environ.get("SEALTOP_ROUNDS_SLOTS", "16"))
 GROUPS = int(os.environ.get("SEALTOP_ROUNDS_GROUPS", "2"))
 FUSED = True
-BLOCK = {"g1": 256, "g2": 128}  # the kernels' launch bounds (rounds.cuh, msm_g2.cu)
+# the kernels' block: their launch bounds (msm_g1.cu's build define MSM_G1_ROUNDS_THREADS, msm_g2.cu)
+BLOCK = {"g1": define("MSM_G1_ROUNDS_THREADS", 256), "g2": 128}
 FIELD = {"g1": "fp", "g2": "fp2"}
 WORDS = {"g1": 12, "g2": 24}
 FIRST, REVERSE = 1, 2  # rounds.cuh's pass flags

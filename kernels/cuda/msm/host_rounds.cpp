@@ -1,7 +1,9 @@
 // Host build of rounds.cuh and ff/batch_inverse.cuh: each kernel as a loop over its threads, in
 // an order picked by `order` (0: first to last, 1: last to first, 2: odd threads, then even), so
 // a pass that depended on its threads' order would be seen. tests/test_cuda_host_rounds.py runs
-// kernels/cuda/msm_rounds.py's rounds with these standing in for the device kernels.
+// kernels/cuda/msm_rounds.py's rounds with these standing in for the device kernels, also built
+// with rounds.cuh's build variants (-DROUNDS_PREFETCH=1, ROUNDS_PREFETCH_DIST: the slots' entries
+// read ahead).
 #include "rounds.cuh"
 #include "host_order.cuh"
 
@@ -29,6 +31,9 @@
     }
 
 extern "C" {
+// the build variant this library was built with (rounds.cuh's ROUNDS_PREFETCH and
+// ROUNDS_PREFETCH_DIST), so a test knows its defines arrived
+int host_rounds_variant() { return 100 * ROUNDS_PREFETCH + ROUNDS_PREFETCH_DIST; }
 HOST_ROUNDS(g1, Fp, fused, true, true)
 HOST_ROUNDS(g1, Fp, step, false, true)
 HOST_ROUNDS(g1, Fp, finish, true, false)

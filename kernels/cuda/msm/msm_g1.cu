@@ -3,9 +3,27 @@
 // pipeline.
 // MSM_G1_ACC_BOUNDS (a build define, see module.py) overrides the accumulation kernel's launch
 // bounds for measuring variants.
+// MSM_G1_ROUNDS_THREADS and MSM_G1_ROUNDS_MINB (build defines) set the rounds kernels' block and
+// the fused and finish passes' blocks a multiprocessor: launch bounds (256, 2) by default, which
+// give ptxas 128 registers (23 % occupancy, ncu of H's first round); more blocks a multiprocessor
+// mean fewer registers and more warps to hide the pass's memory latency behind
+// (kernels/cuda/msm_rounds.py reads the block size from the same define). The step-only pass gets
+// 768 threads a multiprocessor, (256, 3) by default.
 #define MSM_GENERIC_KERNELS
 #ifdef MSM_G1_ACC_BOUNDS
 #define MSM_ACC_BOUNDS MSM_G1_ACC_BOUNDS
+#endif
+#ifndef MSM_G1_ROUNDS_THREADS
+#define MSM_G1_ROUNDS_THREADS 256
+#endif
+#ifndef MSM_G1_ROUNDS_MINB
+#define MSM_G1_ROUNDS_MINB 2
+#endif
+#ifndef MSM_ROUNDS_BOUNDS
+#define MSM_ROUNDS_BOUNDS __launch_bounds__(MSM_G1_ROUNDS_THREADS, MSM_G1_ROUNDS_MINB)
+#endif
+#ifndef MSM_ROUNDS_STEP_BOUNDS
+#define MSM_ROUNDS_STEP_BOUNDS __launch_bounds__(MSM_G1_ROUNDS_THREADS, (768 + MSM_G1_ROUNDS_THREADS - 1) / MSM_G1_ROUNDS_THREADS)
 #endif
 #include "msm_core.cuh"
 #include "batch_affine.cuh"

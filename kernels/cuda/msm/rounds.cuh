@@ -58,6 +58,29 @@
 #define ROUNDS_LDG(p) (*(p))
 #endif
 
+// Build variants (SEALTOP_CUDA_DEFINES, module.py), for measuring against the default; off by
+// default, and they change nothing that is computed (tests/test_cuda_host_rounds.py builds them too):
+//   ROUNDS_PREFETCH=1  the pass reads each slot's state byte and entries two slots ahead (one by
+//                      default) and asks L2 for the next slot's accumulator, prefix and points
+//                      (prefetch.global.L2: no registers held) before it works on this one, so
+//                      that the next slot's loads hit L2 instead of waiting on DRAM (13
+//                      prefetches a slot in the fused pass; each lane asks for its own words);
+//   ROUNDS_PREFETCH=2  the same into L1 (prefetch.global.L1: nearer, but the SM's L1 holds
+//                      ~200 KB, about two slots' rows for each of its 512 threads);
+//   ROUNDS_PREFETCH_DIST=D (with either; 1 by default) asks for slot s + D's rows while working
+//                      on slot s, its entries read D + 1 slots ahead: for when one slot's work is
+//                      shorter than DRAM's latency under the pass's load.
+// Why: ncu of H's first round found the fused pass at 23 % occupancy (128 registers), 60 cycles
+// between a warp's instructions and DRAM 58 % busy, i.e. waiting on memory latency. More warps
+// cost registers (msm_g1.cu's MSM_G1_ROUNDS_MINB: ptxas spills ~250 bytes at 96 registers, ~450 at
+// 80); a prefetch holds none.
+#ifndef ROUNDS_PREFETCH
+#define ROUNDS_PREFETCH 0
+#endif
+#ifndef ROUNDS_PREFETCH_DIST
+#define ROUNDS_PREFETCH_DIST 1
+#endif
+
 struct RoundsArgs {
     const uint32_t* points;  // affine rows (x, y), 2 W words each
     const uint32_t* sorted;  // entries: point index | negate y << 31
@@ -97,6 +120,61 @@ HD void rounds_store(const F& v, uint32_t* base, uint32_t ns, uint32_t j) {
     UNROLL for (int i = 0; i < F::WORDS / 4; i++) q[(uint64_t)i * ns + j] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
 }
 
+HD void rounds_prefetch(const void* p) {
+#if defined(__CUDA_ARCH__) && ROUNDS_PREFETCH == 2
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#elif defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+
+// ROUNDS_PREFETCH: a slot's index and the entries the pass reads ahead of its work (zeros past
+// the thread's kn slots), for the k-th slot of the thread's walk.
+struct RoundsAhead {
+    uint32_t j, ent, v;
+    uint8_t st;
+};
+template <bool FIN, bool STEP>
+HD RoundsAhead rounds_ahead(const RoundsArgs& a, uint32_t k, uint32_t kn, uint32_t g, bool rev, bool first) {
+    RoundsAhead h{0, 0, 0, 0};
+    if (k >= kn) return h;
+    h.j = (rev ? kn - 1 - k : k) * a.NT + g;
+    h.st = first ? 0 : a.state[h.j];
+    h.ent = FIN && !first ? a.ent[h.j] : 0;
+    h.v = STEP && h.j < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + h.j) + a.r) : 0;
+    return h;
+}
+
+// ROUNDS_PREFETCH: ask the cache for what the pass will read of slot j (state st, pending entry ent,
+// round-r entry v): the accumulator, the prefix and the points' rows (their first and last words,
+// so both lines a row may span).
+template <class F, bool FIN, bool STEP>
+HD void rounds_prefetch_slot(const RoundsArgs& a, uint32_t j, uint8_t st, uint32_t ent, uint32_t v) {
+    constexpr int W = F::WORDS;
+    const bool pending = FIN && (st & ROUNDS_KIND) != ROUNDS_NONE;
+    const bool out = j >= a.ncont;
+    if (!STEP && !pending && !out) return;
+    const uint4* acc = reinterpret_cast<const uint4*>(a.acc);
+    if (st & ROUNDS_FULL) {
+        UNROLL for (int i = 0; i < W / 4; i++) rounds_prefetch(acc + (uint64_t)i * a.ns + j);
+        if (pending || out) UNROLL for (int i = W / 4; i < W / 2; i++) rounds_prefetch(acc + (uint64_t)i * a.ns + j);
+    }
+    if (pending) {
+        const uint4* pref = reinterpret_cast<const uint4*>(a.pref);
+        UNROLL for (int i = 0; i < W / 4; i++) rounds_prefetch(pref + (uint64_t)i * a.ns + j);
+        const uint32_t* row = a.points + (uint64_t)(ent & 0x7fffffffu) * (2 * W);
+        rounds_prefetch(row);
+        rounds_prefetch(row + 2 * W - 1);
+    }
+    if (STEP && !out) {
+        const uint32_t* row = a.points + (uint64_t)(v & 0x7fffffffu) * (2 * W);
+        rounds_prefetch(row);
+        rounds_prefetch(row + W - 1);
+    }
+}
+
 // Thread g's pass over its slots (see the top of the file). FIN and STEP pick the pass's parts at
 // compile time, so the step-only kernel keeps few registers.
 template <class F, bool FIN, bool STEP>
@@ -110,13 +188,33 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
     F run = F::one();
     // the next slot's state byte, pending entry and round-r entry are read one slot ahead, so a
     // slot's point gathers wait on one load, not a chain of two or three (state, then entry, then
-    // point; start, then entry, then point)
+    // point; start, then entry, then point); with ROUNDS_PREFETCH D + 1 slots ahead (q below)
     const bool rev = a.flags & ROUNDS_REVERSE;
+#if ROUNDS_PREFETCH
+    // q[i]: slot s + i's entries at the top of iteration s (i <= D); slot s + D is asked of the
+    // cache at iteration s, an iteration after its entries were read (the first D - 1 slots
+    // before the loop)
+    constexpr int D = ROUNDS_PREFETCH_DIST;
+    RoundsAhead q[D + 1];
+    UNROLL for (int i = 0; i <= D; i++) q[i] = rounds_ahead<FIN, STEP>(a, i, kn, g, rev, first);
+    UNROLL for (int i = 1; i < D; i++) {
+        if (i < kn) rounds_prefetch_slot<F, FIN, STEP>(a, q[i].j, q[i].st, q[i].ent, q[i].v);
+    }
+#else
     uint32_t jn = (rev ? kn - 1 : 0) * a.NT + g;
     uint8_t st_n = first ? 0 : a.state[jn];
     uint32_t ent_n = FIN && !first ? a.ent[jn] : 0;
     uint32_t v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
+#endif
     for (uint32_t s = 0; s < kn; s++) {
+#if ROUNDS_PREFETCH
+        const uint32_t j = q[0].j;
+        const uint8_t st = q[0].st;
+        const uint32_t ent = q[0].ent, vr = q[0].v;
+        UNROLL for (int i = 0; i < D; i++) q[i] = q[i + 1];
+        if (s + D < kn) rounds_prefetch_slot<F, FIN, STEP>(a, q[D - 1].j, q[D - 1].st, q[D - 1].ent, q[D - 1].v);
+        q[D] = rounds_ahead<FIN, STEP>(a, s + D + 1, kn, g, rev, first);
+#else
         const uint32_t j = jn;
         const uint8_t st = st_n;
         const uint32_t ent = ent_n, vr = v_n;
@@ -126,6 +224,7 @@ HD void rounds_thread(const RoundsArgs& a, uint32_t g) {
             ent_n = FIN && !first ? a.ent[jn] : 0;
             v_n = STEP && jn < a.ncont ? ROUNDS_LDG(a.sorted + ROUNDS_LDG(a.start + jn) + a.r) : 0;
         }
+#endif
         const bool full = st & ROUNDS_FULL;
         const bool pending = FIN && (st & ROUNDS_KIND) != ROUNDS_NONE;
         const bool out = j >= a.ncont;
