@@ -145,6 +145,23 @@ def test_a_sealed_2kib_sector_fills_the_circuit(tmp_path):
         check_witness(r, c.witness(bad, 0, statement))
 
 
+def test_the_witness_alone_needs_no_matrices(tmp_path):
+    """build_c2(matrices=False), for timing synthesis where the matrices do not fit: the same
+    witness as the full circuit's (which satisfies it), an R1CS of no rows, nothing cached."""
+    proof, c1, statement = _sealed_2k()
+    full = build_c2(proof, None)
+    bare = build_c2(proof, tmp_path / "cache", matrices=False)
+    assert bare.shape.r1cs.num_constraints == 0 and bare.shape.meta["witness_only"]
+    assert bare.shape.num_vars == full.shape.num_vars
+    assert not (tmp_path / "cache").exists()
+    z = full.witness(c1, 0, statement)
+    check_witness(full.shape.r1cs, z)
+    assert np.array_equal(bare.witness(c1, 0, statement), z)
+    # the matrix-less circuit still refuses a C1 output for another statement
+    with pytest.raises(StatementMismatch):
+        bare.witness(c1, 0, dataclasses.replace(statement, sector_id=statement.sector_id + 1))
+
+
 def test_a_synthetic_8mib_sector_fills_the_circuit():
     proof = seal_proof("StackedDrg8MiBV1_1")
     prover = secrets.token_bytes(31) + b"\0"

@@ -100,14 +100,19 @@ def _gadget_digest() -> str:
 
 
 def build_c2(proof: SealProof | StackedShape, cache_dir: Path | str | None = None,
-             progress: Callable[[str], None] | None = None) -> C2Circuit:
-    """The C2 circuit of ``proof``'s partition shape, from ``cache_dir`` when built before."""
+             progress: Callable[[str], None] | None = None, matrices: bool = True) -> C2Circuit:
+    """The C2 circuit of ``proof``'s partition shape, from ``cache_dir`` when built before.
+    Without ``matrices``: the witness program alone, built every time and never cached (see
+    CircuitBuilder.compile)."""
     shape = StackedShape.of(proof)
 
     def build() -> CircuitShape:
-        b = synthesize(shape)
+        b = synthesize(shape, matrices=matrices)
         b.shape.meta.update(sources=b.sources, input_sources=b.input_sources)
         return b.shape
+
+    if not matrices:
+        return C2Circuit(shape, build())
 
     params = {"nodes": shape.nodes, "layers": shape.layers, "challenges": shape.challenges,
               "tree_arities": list(shape.tree_arities), "degrees": [shape.base_degree, shape.exp_degree],

@@ -132,14 +132,15 @@ class Synth:
                 res.append(Bit(distinct[v], neg))
         return res
 
-    def finish(self) -> CircuitShape:
-        """The compiled circuit; every public input must have been allocated."""
+    def finish(self, matrices: bool = True) -> CircuitShape:
+        """The compiled circuit (without its matrices: see CircuitBuilder.compile); every
+        public input must have been allocated."""
         if len(self.input_sources) != self.builder.num_public:
             raise ValueError(
                 f"circuit {self.builder.name}: {len(self.input_sources)} public inputs allocated, "
                 f"{self.builder.num_public} declared"
             )
-        return self.builder.compile()
+        return self.builder.compile(matrices)
 
 
 def _trace(name: str, n_in: int, pattern: list[tuple[int, int, bool]], trace: TraceFn) -> Traced:

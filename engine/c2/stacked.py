@@ -95,10 +95,11 @@ def _challenge(s: Synth, shape: StackedShape, ci: int, comm_d: int, comm_c: int,
     por(s, ci, "comm_c", levels, column_hash, comm_c, poseidon_node)
 
 
-def synthesize(proof: SealProof | StackedShape, name: str | None = None) -> StackedBuild:
-    """``StackedCircuit::synthesize`` for one partition of ``proof``'s shape, compiled."""
+def synthesize(proof: SealProof | StackedShape, name: str | None = None, matrices: bool = True) -> StackedBuild:
+    """``StackedCircuit::synthesize`` for one partition of ``proof``'s shape, compiled (without
+    its matrices: see CircuitBuilder.compile)."""
     s = walk(proof, name)
-    return StackedBuild(s.finish(), s.sources, s.input_sources)
+    return StackedBuild(s.finish(matrices), s.sources, s.input_sources)
 
 
 def count(proof: SealProof | StackedShape) -> tuple[int, int, int]:

@@ -323,12 +323,22 @@ class CircuitBuilder:
             off += c
         return out
 
-    def compile(self) -> CircuitShape:
+    def compile(self, matrices: bool = True) -> CircuitShape:
         """Assemble the CSR matrices of all instances, with bellman's input constraints
-        appended (the rows :func:`with_input_constraints` adds, written in place)."""
+        appended (the rows :func:`with_input_constraints` adds, written in place). Without
+        ``matrices`` the shape holds the witness program alone and an R1CS of no rows: enough to
+        time synthesis on a machine the matrices do not fit (porep-32g's need 27 GiB), never a
+        circuit to prove or to cache."""
         for name, grown in self._grown.items():
             self.regions[name] = np.frombuffer(grown, np.int64).copy()
         num_inputs = 1 + self.num_public
+        if not matrices:
+            empty = CSR(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros((0, 4), np.uint64))
+            return CircuitShape(
+                self.name, self.num_public, self.next_var - num_inputs, self.templates, self.coalesce(),
+                self.regions, R1CS(num_inputs, self.next_var - num_inputs, empty, empty, empty),
+                meta={"witness_only": True},
+            )
         need = self.matrix_bytes()
         avail = available_memory_bytes()
         if avail is not None and need > avail:

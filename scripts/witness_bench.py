@@ -1,0 +1,83 @@
+"""Time the witness of one partition of Filecoin's C2 circuit, without its matrices.
+
+Why: a synthesis worker's witness is most of its time per partition, and porep-32g's matrices
+(27 GiB) do not fit a small machine, so `sealtop bench synth` cannot build that circuit there.
+The witness needs only the shape's program (engine.circuit.builder.CircuitBuilder.compile with
+matrices=False), so its time per partition is measurable anywhere. What is timed is what the
+worker runs (C2Circuit.witness_of: the aux values from the C1 partition, fill_inputs, the
+numba interpreter) on one partition of a synthetic sector, into a buffer kept between rounds
+as the worker keeps its own, after a warm-up round (JIT, first-touch page faults).
+
+    python3 scripts/witness_bench.py --preset porep-32g --threads 1,2 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.c2.assign import Partition
+from engine.c2.circuit import build_c2
+from engine.c2.preset import PRESETS, synthetic_prover_id
+from engine.c2.public import Statement
+from engine.c2.synthetic import synthetic_c1
+from engine.seal.registry import seal_proof
+from kernels.textfmt import table
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="porep-32g", help=f"a C2 preset: {', '.join(PRESETS)}")
+    ap.add_argument("--threads", default="1", help="numba thread counts, comma-separated (default 1)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed rounds per thread count (default 3)")
+    args = ap.parse_args(argv)
+    if args.preset not in PRESETS:
+        print(f"witness_bench: unknown preset {args.preset!r}; choose from {', '.join(PRESETS)}", file=sys.stderr)
+        return 2
+    try:
+        threads = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        threads = []
+    most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    if not threads or any(not 1 <= t <= most for t in threads) or args.repeat < 1:
+        print(f"witness_bench: --threads takes counts 1..{most}, --repeat at least 1", file=sys.stderr)
+        return 2
+
+    t0 = time.perf_counter()
+    proof = seal_proof(PRESETS[args.preset])
+    circuit = build_c2(proof, matrices=False)
+    prover = synthetic_prover_id(1)
+    c1 = synthetic_c1(proof, 1, prover_id=prover, sector_id=1, partitions=1)
+    statement = Statement(proof, prover, 1, c1.ticket, c1.seed, c1.comm_d, c1.comm_r)
+    part = Partition.of_c1(c1, 0)
+    z = np.empty((circuit.shape.num_vars, 4), np.uint64)
+    circuit.witness_of(part, statement, z)  # warm-up: JIT and first touch
+    print(f"{args.preset}: {circuit.shape.num_vars:,} variables; circuit, sector and warm-up "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+
+    rows = []
+    for n in threads:
+        numba.set_num_threads(n)
+        wall, cpu = [], []
+        for _ in range(args.repeat):
+            t, c = time.perf_counter(), time.process_time()
+            circuit.witness_of(part, statement, z)
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+        rows.append([str(n), f"{min(wall):.3f}", f"{statistics.median(wall):.3f}", f"{min(cpu):.3f}",
+                     f"{circuit.shape.num_vars / min(wall) / 1e6:.1f}"])
+    print("\n".join(table(["threads", "min s", "median s", "min CPU s", "M vars/s"], rows)))
+    print(f"host CPUs: {numba.config.NUMBA_NUM_THREADS}")  # type: ignore[attr-defined]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
