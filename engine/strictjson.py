@@ -4,9 +4,11 @@ verifier's statement)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +23,20 @@ def json_kind(v: Any) -> str:
         return "a boolean"
     return {dict: "an object", list: "an array", str: "a string", int: "a number",
             float: "a number"}.get(type(v), type(v).__name__)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No garbage collection inside: for reading a large document of small acyclic containers
+    (a 32 GiB sector's C1 file is ~400 K lists), where the collector's passes over the young
+    objects as they are made cost ~30 % of the read and free nothing."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def strict_loads(text: str | bytes, error: type[ValueError]) -> Any:

@@ -4,6 +4,7 @@ one line."""
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 
@@ -176,6 +177,18 @@ def test_truncated_repeated_and_not_json(tmp_path) -> None:
         read_c1(p)
     with pytest.raises(C1FormatError, match="no such file"):
         read_c1(tmp_path / "nothing.json")
+    # the collector, paused while a file is read, is back on after a refused one and a good one
+    assert gc.isenabled()
+    assert loads(text).comm_r and gc.isenabled()
+
+
+def test_a_paused_collector_stays_off_where_it_was_off() -> None:
+    gc.disable()
+    try:
+        loads(dumps(random_c1(random.Random(RNG.randrange(1 << 30)))))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_write_is_atomic(tmp_path, monkeypatch) -> None:

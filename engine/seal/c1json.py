@@ -33,7 +33,7 @@ from engine.seal.vanilla import (
     ReplicaColumnProof,
     VanillaProof,
 )
-from engine.strictjson import json_kind, read_strict, strict_loads
+from engine.strictjson import collector_paused, json_kind, read_strict, strict_loads
 
 MAX_C1_BYTES = 1 << 30
 """The largest C1 file read (a 64 GiB sector's is well under 100 MB)."""
@@ -276,7 +276,8 @@ def from_json(doc: Any) -> C1Output:
 
 def loads(text: str | bytes) -> C1Output:
     """Parse C1 JSON text; C1FormatError (one line) for anything that is not the form."""
-    return from_json(strict_loads(text, C1FormatError))
+    with collector_paused():  # a 32 GiB sector's file: 1.60-1.74 -> 1.10-1.15 s of CPU on the 2-core
+        return from_json(strict_loads(text, C1FormatError))
 
 
 def read_c1(path: str | os.PathLike) -> C1Output:
