@@ -86,7 +86,9 @@ def _put_word(dst, i, at, v):
         dst[i, at + 7 - b] = np.uint8((v >> np.uint64(8 * b)) & np.uint64(0xFF))
 
 
-@njit(cache=True)
+# Inlined: called per point as a function, it increfed and decrefed dst per call (see
+# engine/circuit/witness.py's comment on its op loop).
+@njit(cache=True, inline="always")
 def _put_coord(dst, i, at, a):
     """Montgomery limbs ``a`` as 48 big-endian bytes of the canonical value at ``at``."""
     r = fp_from_mont(a)

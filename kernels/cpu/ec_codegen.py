@@ -302,7 +302,10 @@ def pt_msm_windows(points, digits, c, nchunks, out):
         pt_store_xyzz(out, t, acc)
 
 
-@njit(cache=True)
+# Inlined into the bucket loop: called per point as a function, it increfed and decrefed each of
+# its seven array arguments per call (see engine/circuit/witness.py's comment on its op loop);
+# inlined, the loop's IR holds none of them.
+@njit(cache=True, inline="always")
 def _bucket_place(points, i, d, buckets, spill, stamp, batch, di, si, neg, m, retry):
     """Queue point i (window digit d != 0) for an affine addition into bucket |d|; returns
     (m, deferred).

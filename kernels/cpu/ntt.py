@@ -167,21 +167,16 @@ def _scatter_bit_reversed_scaled(a, out, log_n, g):
             p = fr_mul(p, g)
 
 
+# The butterflies take and return values; the stage loops load and store them. A helper that
+# took the array and was called per butterfly kept numba's reference counting of that array
+# (an atomic increment and decrement per call, on a counter every thread shares) in the loop:
+# see engine/circuit/witness.py's comment on its op loop. Twiddle 1 (j = 0 of every stage)
+# skips its multiplication; the fused pair pass keeps its four values in registers between its
+# two stages.
 @njit(cache=True)
-def _butterfly(a, i0, i1, w):
-    x = fr_load(a, i0)
-    y = fr_mul(fr_load(a, i1), w)
-    fr_store(a, i0, fr_add(x, y))
-    fr_store(a, i1, fr_sub(x, y))
-
-
-@njit(cache=True)
-def _butterfly_unit(a, i0, i1):
-    """The butterfly with twiddle 1 (j = 0 of every stage): no multiplication."""
-    x = fr_load(a, i0)
-    y = fr_load(a, i1)
-    fr_store(a, i0, fr_add(x, y))
-    fr_store(a, i1, fr_sub(x, y))
+def _butterfly(x, y):
+    """(x + y, x - y): one butterfly, its twiddle already applied to y."""
+    return fr_add(x, y), fr_sub(x, y)
 
 
 @njit(cache=True, parallel=True)
@@ -194,9 +189,13 @@ def _stages_in_blocks(a, table, log_block):
         m = 1
         while m < block:
             for s in range(base, base + block, 2 * m):
-                _butterfly_unit(a, s, s + m)
-                for j in range(1, m):
-                    _butterfly(a, s + j, s + j + m, fr_load(table, m + j))
+                for j in range(m):
+                    y = fr_load(a, s + j + m)
+                    if j:
+                        y = fr_mul(y, fr_load(table, m + j))
+                    x, y = _butterfly(fr_load(a, s + j), y)
+                    fr_store(a, s + j, x)
+                    fr_store(a, s + j + m, y)
             m *= 2
 
 
@@ -208,10 +207,12 @@ def _stage_flat(a, table, log_m):
     for t in prange(a.shape[0] // 2):
         j = t & mask
         i0 = ((t >> log_m) << (log_m + 1)) | j
-        if j == 0:
-            _butterfly_unit(a, i0, i0 + m)
-        else:
-            _butterfly(a, i0, i0 + m, fr_load(table, m + j))
+        y = fr_load(a, i0 + m)
+        if j:
+            y = fr_mul(y, fr_load(table, m + j))
+        x, y = _butterfly(fr_load(a, i0), y)
+        fr_store(a, i0, x)
+        fr_store(a, i0 + m, y)
 
 
 @njit(cache=True, parallel=True)
@@ -229,16 +230,22 @@ def _stage_pair_flat(a, table, log_m):
         e1 = e0 + m
         e2 = e1 + m
         e3 = e2 + m
-        if j == 0:
-            _butterfly_unit(a, e0, e1)
-            _butterfly_unit(a, e2, e3)
-            _butterfly_unit(a, e0, e2)
-        else:
+        x1 = fr_load(a, e1)
+        x3 = fr_load(a, e3)
+        if j:
             w = fr_load(table, m + j)
-            _butterfly(a, e0, e1, w)
-            _butterfly(a, e2, e3, w)
-            _butterfly(a, e0, e2, fr_load(table, 2 * m + j))
-        _butterfly(a, e1, e3, fr_load(table, 3 * m + j))
+            x1 = fr_mul(x1, w)
+            x3 = fr_mul(x3, w)
+        x0, x1 = _butterfly(fr_load(a, e0), x1)
+        x2, x3 = _butterfly(fr_load(a, e2), x3)
+        if j:
+            x2 = fr_mul(x2, fr_load(table, 2 * m + j))
+        x0, x2 = _butterfly(x0, x2)
+        x1, x3 = _butterfly(x1, fr_mul(x3, fr_load(table, 3 * m + j)))
+        fr_store(a, e0, x0)
+        fr_store(a, e1, x1)
+        fr_store(a, e2, x2)
+        fr_store(a, e3, x3)
 
 
 @njit(cache=True, parallel=True)
