@@ -102,9 +102,11 @@ def _gidx(slot, irow, inflat, base, n_in):
     return base + slot - 1 - n_in
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lin(z, args, start, n, consts, coff, irow, inflat, base, n_in):
-    """A linear combination of the instance's slots (pairs of slot, constant index)."""
+    """A linear combination of the instance's slots (pairs of slot, constant index). Inlined: as
+    a call, each of the ~4 M a porep-32g partition makes counted its array arguments' references
+    on entry and return (one thread 2.74 -> 2.58 s, two 2.12 -> 2.09 s with it inlined)."""
     acc = FR_ZERO
     for k in range(n):
         s = args[start + 2 * k]
