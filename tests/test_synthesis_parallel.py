@@ -59,3 +59,35 @@ def test_value_flags_either_way_classify_zero_one_and_the_rest() -> None:
         flags = np.full(len(values), -1, np.int8)
         value_flags(z, flags, parallel)
         assert flags.tolist() == want
+
+
+def test_every_wave_spreads_each_stage_over_its_range() -> None:
+    """A parallel loop gives its threads contiguous shares of a wave, so each stage's instances
+    lie spread over the wave's range (in witness._SPREAD slices): any half or quarter of a wave
+    holds about that share of every stage's instances. Grouped by stage, the first thread got
+    every dear instance. Filecoin's 2 KiB C2 circuit (its witness program alone) mixes stages of
+    tens of instances in a wave."""
+    from engine.c2.circuit import build_c2
+    from engine.circuit import witness as W
+    from engine.seal.registry import seal_proof
+
+    shape = build_c2(seal_proof("StackedDrg2KiBV1_1"), matrices=False).shape
+    prog = W.witness_program(shape)
+    mixed = 0
+    for wave in prog.waves:
+        stages, counts = np.unique(wave[:, 0], return_counts=True)
+        big = counts >= 8
+        if np.count_nonzero(big) < 2:
+            continue
+        stages, counts = stages[big], counts[big]
+        mixed += 1
+        for parts in (2, 4):
+            for share in np.array_split(wave, parts):
+                for s, c in zip(stages, counts):
+                    got = int(np.count_nonzero(share[:, 0] == s))
+                    assert abs(got - c / parts) <= c / W._SPREAD + 2, (s, c, parts, got)
+    assert mixed, "the circuit has waves of several sizeable stages"
+    # the order is a permutation of the (stage, instance) pairs: none lost or repeated
+    pairs = np.concatenate(prog.waves)
+    assert len(pairs) == sum(st.count for st in shape.stages)
+    assert len(np.unique(pairs, axis=0)) == len(pairs)
