@@ -258,7 +258,7 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
       f'in {time.time() - t:.1f} s; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB; '
       f'disk free {shutil.disk_usage(d).free / 2**30:.1f} GiB')" ;;
     pipe32g) pipe32g pipe32g "${JOBS32:-1}" ${PIPE32_SET:-} ;;
-    single32g) pipe32g single32g 1 --matrix dealloc --one-engine ;;
+    single32g) pipe32g single32g 1 --matrix dealloc --one-engine ${PIPE32_SET:-} ;;
     r7_tests) step r7_tests 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_hstep.py \
         tests/test_cuda_msm_ones.py tests/test_cuda_ntt.py ;;
     r7_bench) step r7_bench 150 python3 scripts/h_small_bench.py "$work/r7" --sizes "${R7_SIZES:-24,27}" \
