@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from engine.groth16.compact import WitnessLayout, value_kind
+from engine.groth16.compact import WitnessLayout, classify_values, value_kinds
 from engine.groth16.r1cs import CSR, R1CS
 from kernels.cpu.convert import to_mont_fr
 from kernels.cpu.fr import FR_ONE, FR_ZERO, fr_add, fr_eq, fr_load, fr_mul, fr_store, fr_sub
@@ -34,33 +34,15 @@ _ONE = np.array(FR_ONE, np.uint64)
 _NEG_ONE = to_mont_fr([-1])[0]
 
 
-@njit(cache=True, parallel=True)
-def _value_flags(z, flags):
-    for i in prange(z.shape[0]):
-        value_kind(z, flags, i)
-
-
-# The serial variants spell out what the parallel ones take from value_kind and _row: inlined
-# into a plain loop those helpers left numba's reference counts of their array arguments in it
-# (see engine/circuit/witness.py's comment on its op loop), two atomic pairs per value and five
-# per row, which the prange loops do not have.
-@njit(cache=True)
-def _value_flags_serial(z, flags):
-    for i in range(z.shape[0]):
-        if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
-            flags[i] = 0
-        elif z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]:
-            flags[i] = 1
-        else:
-            flags[i] = 2
-
-
 def value_flags(z: np.ndarray, flags: np.ndarray, parallel: bool | None = None) -> None:
     """flags[i] = 0 if z[i] == 0, 1 if z[i] == 1, else 2. ``parallel``: the multi-threaded
     variant or not; None picks by size (:data:`PARALLEL_MIN_ROWS`)."""
     if parallel is None:
         parallel = len(z) >= PARALLEL_MIN_ROWS
-    (_value_flags if parallel else _value_flags_serial)(z, flags)
+    if parallel:
+        classify_values(z, flags)
+    else:
+        value_kinds(z, flags, 0, len(z))
 
 
 @njit(cache=True, parallel=True)
@@ -114,24 +96,11 @@ def _spmv(indptr, indices, data, tags, flags, z, out):
 
 @njit(cache=True)
 def _spmv_serial(indptr, indices, data, tags, flags, z, out):
-    for r in range(indptr.shape[0] - 1):  # _row, spelled out (see _value_flags_serial)
-        acc = FR_ZERO
-        for k in range(indptr[r], indptr[r + 1]):
-            col = indices[k]
-            f = flags[col]
-            if f == 0:
-                continue
-            if f == 1:
-                acc = fr_add(acc, fr_load(data, k))
-                continue
-            t = tags[k]
-            if t == 1:
-                acc = fr_add(acc, fr_load(z, col))
-            elif t == 2:
-                acc = fr_sub(acc, fr_load(z, col))
-            else:
-                acc = fr_add(acc, fr_mul(fr_load(data, k), fr_load(z, col)))
-        fr_store(out, r, acc)
+    # below PARALLEL_MIN_ROWS only: _row inlined here keeps numba's reference counts of its
+    # arrays in the loop (~1 ms more at 2^15 rows), which the parallel loop does not; one row
+    # body for both is worth more than that millisecond
+    for r in range(indptr.shape[0] - 1):
+        fr_store(out, r, _row(indptr, indices, data, tags, flags, z, r))
 
 
 PARALLEL_MIN_ROWS = 1 << 15  # below this one thread is faster than a parallel launch

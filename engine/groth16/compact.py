@@ -206,22 +206,30 @@ def compact_r1cs(r: R1CS) -> CompactR1CS:
     return CompactR1CS(r.num_inputs, r.num_vars, table, *out)
 
 
-@njit(cache=True, inline="always")
-def value_kind(z, kind, i):
-    """kind[i] = 0 if z_i == 0, 1 if z_i == 1, 2 otherwise: the three kinds of witness value the
-    compact form tells apart (synthesis flags its values with this too)."""
-    if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
-        kind[i] = 0
-    elif z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]:
-        kind[i] = 1
-    else:
-        kind[i] = 2
+@njit(cache=True)
+def value_kinds(z, kind, lo, hi):
+    """kind[i] = 0 if z_i == 0, 1 if z_i == 1, 2 otherwise, for i in lo..hi: the three kinds of
+    witness value the compact form tells apart (synthesis flags its values with this too). The
+    values are read in the loop, not through a per-value helper: inlined into a plain loop, that
+    kept numba's reference counts of its array arguments there (engine/circuit/witness.py)."""
+    for i in range(lo, hi):
+        if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
+            kind[i] = 0
+        elif z[i, 0] == FR_ONE[0] and z[i, 1] == FR_ONE[1] and z[i, 2] == FR_ONE[2] and z[i, 3] == FR_ONE[3]:
+            kind[i] = 1
+        else:
+            kind[i] = 2
+
+
+KIND_CHUNK = 4096  # values a parallel iteration of classify_values takes
 
 
 @njit(cache=True, parallel=True)
-def _classify(z, kind):
-    for i in prange(z.shape[0]):
-        value_kind(z, kind, i)
+def classify_values(z, kind):
+    """value_kinds over all of z, in parallel chunks."""
+    n = z.shape[0]
+    for c in prange((n + KIND_CHUNK - 1) // KIND_CHUNK):
+        value_kinds(z, kind, c * KIND_CHUNK, min(n, (c + 1) * KIND_CHUNK))
 
 
 def compact_witness(z: np.ndarray) -> CompactWitness:
@@ -232,7 +240,7 @@ def compact_witness(z: np.ndarray) -> CompactWitness:
         raise CompactError(f"the witness has {z.shape[0]} values, int32 indices hold fewer than 2^31")
     z = np.ascontiguousarray(z)
     kind = np.empty(z.shape[0], np.uint8)
-    _classify(z, kind)
+    classify_values(z, kind)
     gidx = np.flatnonzero(kind == 2).astype(np.int32)
     return CompactWitness(
         z.shape[0],
