@@ -25,9 +25,9 @@ from engine.groth16.compact import (
     public_inputs,
     read_compact,
     resident_bytes_bound,
-    resident_compact,
     write_compact,
 )
+from engine.groth16.resident import resident_compact
 from engine.synthesis import evaluate, general_capacity, synthesize_compact
 from kernels.backend import get_backend
 from kernels.constants import R_MOD

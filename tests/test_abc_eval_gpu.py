@@ -32,10 +32,10 @@ def _same_proof(preset: str) -> None:
         compact_r1cs,
         public_inputs,
         read_compact,
-        resident_compact,
         write_compact,
     )
     from engine.groth16.prove import prove_finish, prove_start, resident_tables
+    from engine.groth16.resident import resident_compact
     from engine.groth16.setup import setup
     from engine.groth16.verify import verify
     from engine.groth16.vkey import verifying_key
@@ -65,7 +65,7 @@ def _same_proof(preset: str) -> None:
     assert p_plain == p_compact
     # a witness placed ahead of its call (gpu_calls = "serial"): uploaded on this thread's stream,
     # the call on the turn's shared stream, nothing uploaded inside it, the same proof
-    from engine.groth16.compact import PlacedWitness, place_witness
+    from engine.groth16.resident import PlacedWitness, place_witness
     from kernels.cuda.stream import turn_stream
 
     placed = place_witness(w, be)

@@ -18,7 +18,7 @@ import pytest
 from engine_events import run_jobs
 
 from engine.config import EngineConfig
-from engine.groth16 import compact
+from engine.groth16 import compact, resident
 from engine.groth16.keyfile import KeyRoomError
 from engine.pipeline import proving, workers
 from engine.pipeline.circuits import resolve
@@ -193,13 +193,13 @@ def test_a_placed_witness_is_the_witness_itself_on_the_cpu_and_refused_beside_ho
     rng = np.random.default_rng(secrets.randbits(64))
     z, words = _compact_words(rng, 130)
     w = compact.read_compact(words, compact.layout_of(words))
-    assert compact.place_witness(w, cpu) is w
-    rc = compact.ResidentCompact(130, 10, 0, host=object(), device=None)  # type: ignore[arg-type]
-    placed = compact.PlacedWitness(130, w.nbytes(), {})
+    assert resident.place_witness(w, cpu) is w
+    rc = resident.ResidentCompact(130, 10, 0, host=object(), device=None)  # type: ignore[arg-type]
+    placed = resident.PlacedWitness(130, w.nbytes(), {})
     with pytest.raises(compact.CompactError, match="placed on a device"):
-        compact.abc_and_h(rc, placed, 16, cpu, [])
+        resident.abc_and_h(rc, placed, 16, cpu, [])
     with pytest.raises(compact.CompactError, match="131 values"):
-        compact.abc_and_h(rc, compact.PlacedWitness(131, 0, {}), 16, cpu, [])
+        resident.abc_and_h(rc, resident.PlacedWitness(131, 0, {}), 16, cpu, [])
 
 
 def test_a_turn_stream_is_one_stream_for_every_thread_inside_it(monkeypatch) -> None:

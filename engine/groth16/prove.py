@@ -134,9 +134,9 @@ def prove_start(
     """H on a coset, then the G1 MSMs (H, A, B1, L). r and s default to fresh randomness.
     a, b, c and z may be numpy arrays or kernels.stored.StoredArray (read by backend.place).
 
-    ``compact`` = (resident compact matrices, compact witness) (engine.groth16.compact;
+    ``compact`` = (resident compact matrices, compact witness) (engine.groth16.resident;
     abc_eval = "gpu") takes the place of a, b and c (None): the witness is uploaded (unless
-    compact.place_witness placed it already: its "upload" group then measures ~0), z expanded
+    resident.place_witness placed it already: its "upload" group then measures ~0), z expanded
     and a, b, c evaluated on the backend straight into H's input (the "abc" group); ``z`` is
     then None, or the host z when B2 is to run on another backend."""
     n = pk.domain_size
@@ -164,7 +164,7 @@ def prove_start(
         h = backend.h_coefficients(a_d, b_d, c_d, n)
         del a_d, b_d, c_d
     else:
-        from engine.groth16.compact import abc_and_h
+        from engine.groth16.resident import abc_and_h
 
         groups = _COMPACT_GROUPS
         z_d, h = abc_and_h(compact[0], compact[1], n, backend, marks)

@@ -262,7 +262,8 @@ class _ProverState:
         made from the circuit cache on the first partition that needs them, then kept.
         ``progress``: one line per step with its seconds (the circuit when this process had not
         resolved it yet, the compact form, its upload)."""
-        from engine.groth16.compact import compact_r1cs, resident_compact
+        from engine.groth16.compact import compact_r1cs
+        from engine.groth16.resident import resident_compact
         from engine.pipeline.circuits import resolve
 
         say = progress or (lambda _msg: None)
@@ -396,7 +397,7 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     With gpu_calls = "serial" the witness is placed on the device (uploaded on this slot's
     stream) before the slot waits for its turn, so the upload overlaps another slot's call;
     with "parallel" the call uploads it, as it always has."""
-    from engine.groth16 import compact
+    from engine.groth16 import compact, resident
     from engine.pipeline import proving
 
     spec = task.segs["w"]
@@ -409,7 +410,7 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     rc = state.compact(task.preset, task.cache_dir)
     # B2 on the cpu reads z on the host: expanded there, the device keeps its own
     host_z = compact.expand_witness(w) if task.b_g2 == "cpu" and state.backend.is_device else None
-    placed = compact.place_witness(w, state.backend) if state.serial else w
+    placed = resident.place_witness(w, state.backend) if state.serial else w
     trace.stamp("attach")
     handle, wait_ms, call_ms = _take_turn(state, trace, proving.start, pk, None, None, None,
                                           host_z, state.backend, compact=(rc, placed))
