@@ -33,7 +33,7 @@ from engine.seal.c1json import proof_shape
 from engine.seal.challenges import interactive_challenges
 from engine.seal.graph import node_parents
 from engine.seal.hashing import poseidon_nodes
-from engine.seal.labels import column_hash, label_node, replica_id
+from engine.seal.labels import label_node, replica_id
 from engine.seal.registry import SealProof
 from engine.seal.trees import level_arities
 from engine.seal.vanilla import (
@@ -71,18 +71,23 @@ class _SparseTree:
                  stand_in: Callable[[int, int], bytes]) -> None:
         self.arities = level_arities(nodes, shape)
         self.levels: list[dict[int, bytes]] = [dict(leaves)]
+        self._stand_ins: dict[tuple[int, int], bytes] = {}
         self.stand_in = stand_in
         for height, a in enumerate(self.arities):
             known = self.levels[-1]
             groups = sorted({i // a for i in known})
             rows = [self._node(height, g * a + j) for g in groups for j in range(a)]
             hashed = poseidon_nodes(np.frombuffer(b"".join(rows), np.uint8).reshape(-1, NODE), a)
-            self.levels.append({g: bytes(h) for g, h in zip(groups, hashed)})
+            self.levels.append(dict(zip(groups, (bytes(h) for h in hashed))))
         (self.root,) = self.levels[-1].values()
 
     def _node(self, height: int, i: int) -> bytes:
         got = self.levels[height].get(i)
-        return got if got is not None else self.stand_in(height, i)
+        if got is None:  # a path asks again for the stand-ins its level's hash took
+            got = self._stand_ins.get((height, i))
+            if got is None:
+                got = self._stand_ins[(height, i)] = self.stand_in(height, i)
+        return got
 
     def path(self, leaf: int) -> list[tuple[list[bytes], int]]:
         """(siblings, slot) per level, leaves up, as Filecoin's PathElements."""
@@ -102,10 +107,15 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
     parts = proof.partitions if partitions is None else partitions
     if not 1 <= parts <= proof.partitions:
         raise ValueError(f"{proof.name} has partitions 1..{proof.partitions}, not {parts}")
-    tag = b"sealtop-synthetic-c1" + struct.pack("<Q", seed)
+    keyed = hashlib.sha256(b"sealtop-synthetic-c1" + struct.pack("<Q", seed))
 
-    def prf(*what: object) -> bytes:
-        return _trunc(hashlib.sha256(tag + repr(what).encode()).digest())
+    def prf_of(what: bytes) -> bytes:
+        h = keyed.copy()
+        h.update(what)
+        return _trunc(h.digest())
+
+    def prf(*what: object) -> bytes:  # a stand-in named by the repr of what it stands in for
+        return prf_of(repr(what).encode())
 
     prover = prover_id if prover_id is not None else prf("prover_id")
     ticket, interactive_seed = prf("ticket"), prf("seed")
@@ -124,7 +134,7 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
         if got is not None:
             return got
         if node not in challenged:
-            value = prf("label", node, layer)
+            value = prf_of(b"('label', %d, %d)" % (node, layer))
         else:
             ps = parents[node]
             prev = [label(p, layer) for p in ps[:proof.base_degree]]
@@ -139,11 +149,15 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
 
     opened = sorted(challenged | {p for ps in parents.values() for p in ps})
     columns = {n: column(n) for n in opened}
-    tree_c = _SparseTree({n: column_hash(columns[n].rows) for n in opened}, proof.nodes,
-                         proof.tree_arities, lambda h, i: prf("tree_c", h, i))
+    # every opened column's hash in one batch: Poseidon of arity = layers over its labels
+    rows = np.frombuffer(b"".join(b"".join(columns[n].rows) for n in opened), np.uint8)
+    hashed = poseidon_nodes(rows.reshape(-1, NODE), proof.layers)
+    tree_c = _SparseTree({n: bytes(h) for n, h in zip(opened, hashed)}, proof.nodes,
+                         proof.tree_arities, lambda h, i: prf_of(b"('tree_c', %d, %d)" % (h, i)))
     # the replica node is data (0 in a CC sector) + key (the last layer's label)
     tree_r = _SparseTree({c: columns[c].rows[-1] for c in challenged}, proof.nodes,
-                         proof.tree_arities, lambda h, i: prf("tree_r_last", h, i))
+                         proof.tree_arities,
+                         lambda h, i: prf_of(b"('tree_r_last', %d, %d)" % (h, i)))
     from engine.seal.commitments import comm_r as hash_comm_r
 
     comm_r = hash_comm_r(tree_c.root, tree_r.root)

@@ -62,11 +62,14 @@ class Admitter:
                 endings.fail(core, p, js.key_error)
                 continue
             self._inputs.look_ahead(after)
+            t = core.clock.now()
             try:
                 inputs = self._inputs.partition(js, p.index)
             except Exception as exc:  # the job's input cannot be read or made: one line
                 endings.fail(core, p, one_line(exc))
                 continue
+            if inputs is not None:
+                p.timers.set("inputs", (core.clock.now() - t) * 1000.0)
             self._dispatch(p, inputs)
 
     def _dispatch(self, p: Part, inputs: Any = None) -> None:

@@ -64,7 +64,9 @@ KINDS = (
 KERNEL_GROUPS = ("upload", "abc", "ntt", "msm_h", "msm_a", "msm_b1", "msm_l")
 KERNEL_KEYS = KERNEL_GROUPS  # the name the summaries and widgets have always used
 
-# Timer keys of a partition_timings event, in display order (milliseconds). The GPU wrapper (the
+# Timer keys of a partition_timings event, in display order (milliseconds). "inputs" is the part
+# of "queue" spent reading or making the partition's share of its job's input (absent where the
+# circuit needs none, and in sessions recorded before it). The GPU wrapper (the
 # partition leaving the channel -> its GPU half done; dealloc too when dealloc = "sync") splits
 # into gpu_dispatch (handing the task to the prover process), gpu_host (the prover's own host
 # work around the call: attaching buffers, public inputs), gpu_wait (the prover slot's wait for
@@ -73,6 +75,7 @@ KERNEL_KEYS = KERNEL_GROUPS  # the name the summaries and widgets have always us
 # gpu_return (the gpu_done message back).
 TIMER_KEYS = (
     "queue",
+    "inputs",
     "witness",
     "eval",
     "channel_wait",
