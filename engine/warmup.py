@@ -38,7 +38,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 # Sources whose numba functions the workers run; a change to any of them means a recompile.
-_SOURCES = ("kernels/cpu", "engine/synthesis.py", "engine/circuit", "engine/groth16/sparse.py")
+_SOURCES = ("kernels/cpu", "engine/synthesis.py", "engine/circuit", "engine/groth16/sparse.py",
+            "engine/seal", "engine/c2")
 WARM_PRESET = "tiny"  # the console's first preset, the smallest porep one
 PARTS = ("first", "rest")
 REST_LOCK = "rest.lock"
@@ -233,6 +234,24 @@ def _synthesis_rest() -> None:
     evaluate_abc_host(compact_r1cs(r), read_compact(words, layout), abc)
 
 
+def _c2_input() -> None:
+    """What the dispatcher runs before a C2 job's first partition can start: a synthetic
+    sector's C1 output (the SDR graph's parents, labels, Poseidon trees), a partition's share of
+    it and the verifier's public inputs. Left cold, the first job of a fresh install compiled
+    them on its critical path (16.5 s on a 2-core machine)."""
+    from engine.c2.assign import Partition
+    from engine.c2.public import Statement, public_inputs
+    from engine.c2.synthetic import synthetic_c1
+    from engine.seal.registry import seal_proof
+
+    proof = seal_proof("StackedDrg2KiBV1_1")
+    prover = bytes(32)
+    c1 = synthetic_c1(proof, 1, prover_id=prover)
+    statement = Statement(proof, prover, 1, c1.ticket, c1.seed, c1.comm_d, c1.comm_r)
+    public_inputs(statement, 0)
+    Partition.of_c1(c1, 0)
+
+
 def _prove_verb() -> None:
     """`sealtop setup` then `sealtop prove` of a chain: the key made in memory and written, read
     back memory-mapped (read-only sections), the proof with its precheck, and its check."""
@@ -265,6 +284,7 @@ STEPS: tuple[Step, ...] = (
     Step("wide ntt", "rest", 0, _ntt_wide),
     Step("msm buckets", "rest", 0, _msm_buckets),
     Step("synthesis+", "rest", 0, _synthesis_rest),
+    Step("c2 input", "rest", 0, _c2_input),
     Step("prove", "rest", 0, _prove_verb),
 )
 

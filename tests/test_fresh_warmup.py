@@ -1,5 +1,5 @@
-"""The warm-up compiles what `prove` and the console's first job run, and progress says
-"compiling" while numba compiles.
+"""The warm-up compiles what `prove`, the console's first job and the dispatch of a C2 job run,
+and progress says "compiling" while numba compiles.
 
 A first `prove --log-constraints 14` spent 77.6 s of its msm_h in JIT after the warm-up had
 run: a key read back from its file is read-only, which numba compiles apart, and the warm-up
@@ -66,6 +66,16 @@ pk, vkj = d / "chain.pk", d / "chain.vk.json"
 assert main(["setup", "--log-constraints", "LOGN", "--pk", str(pk), "--vk", str(vkj)]) == 0
 assert main(["prove", "--log-constraints", "LOGN", "--pk", str(pk), "--proof", str(d / "p.bin"),
              "--public", str(d / "public.json")]) == 0
+# the dispatcher's part of a 32 GiB C2 job: its synthetic sector (one partition's challenges),
+# a partition's share and the verifier's public inputs
+from engine.c2.assign import Partition
+from engine.c2.public import Statement, public_inputs
+from engine.c2.synthetic import synthetic_c1
+from engine.seal.registry import seal_proof
+proof32 = seal_proof("StackedDrg32GiBV1_1")
+c1 = synthetic_c1(proof32, SEED, prover_id=bytes(32), partitions=1)
+public_inputs(Statement(proof32, bytes(32), 1, c1.ticket, c1.seed, c1.comm_d, c1.comm_r), 0)
+Partition.of_c1(c1, 0)
 print(json.dumps({"verified": ok, "new": sorted(set(signatures()) - warm)}))
 """
 
