@@ -23,6 +23,7 @@ from engine.c2.stacked import synthesize
 from engine.c2.synthetic import synthetic_c1
 from engine.circuit.poseidon_params import poseidon_hash as plain_poseidon
 from engine.circuit.witness import fill_inputs, witness_numba
+from engine.groth16.compact import compact_r1cs
 from engine.groth16.examples import WitnessError, check_witness
 from engine.seal.circuit_count import (
     TEST_SHAPE,
@@ -123,9 +124,14 @@ def test_a_sealed_2kib_sector_fills_the_circuit(tmp_path):
     z = c.witness(c1, 0, statement)
     check_witness(r, z)
     assert from_mont_fr(z[1:40]) == public_inputs(statement, 0)
-    # the cache serves the same circuit and its sources
+    # the cache serves the same circuit and its sources, and the compact form's indices were
+    # kept with it when it was built (a GPU prover maps them rather than making them)
     again = build_c2(proof, tmp_path)
     assert again.shape.from_cache and again.sources == c.sources
+    (entry,) = {p.parent for p in tmp_path.rglob("compact_coefs.npy")}
+    assert {f"{n}.npy" for n in ("A_cidx", "B_cidx", "C_cidx")} <= {p.name for p in entry.iterdir()}
+    assert np.array_equal(np.load(entry / "B_cidx.npy", mmap_mode="r"),
+                          compact_r1cs(again.shape.r1cs).B.cidx)
     # a statement for another sector, ticket or seed is refused before any proving
     for change in ({"sector_id": statement.sector_id + 1}, {"ticket": secrets.token_bytes(32)},
                    {"seed": secrets.token_bytes(32)}):

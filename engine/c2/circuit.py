@@ -11,6 +11,7 @@ producing a proof that cannot verify.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -117,4 +118,23 @@ def build_c2(proof: SealProof | StackedShape, cache_dir: Path | str | None = Non
     params = {"nodes": shape.nodes, "layers": shape.layers, "challenges": shape.challenges,
               "tree_arities": list(shape.tree_arities), "degrees": [shape.base_degree, shape.exp_degree],
               "gadgets": _gadget_digest()}
-    return C2Circuit(shape, cached_build(FAMILY, params, build, cache_dir, progress))
+    built = cached_build(FAMILY, params, build, cache_dir, progress)
+    if cache_dir is not None and not built.from_cache:
+        _keep_compact(built, progress)
+    return C2Circuit(shape, built)
+
+
+def _keep_compact(built: CircuitShape, progress: Callable[[str], None] | None) -> None:
+    """Leave the compact form's coefficient indices in a new cache entry beside the matrices.
+    A GPU prover (abc_eval = "gpu") needs them before its first partition, and making them is
+    one serial pass over every coefficient (722 M at 32 GiB): done here, with the circuit, it is
+    off the first job of every install that builds the circuit once."""
+    from engine.groth16.compact import CompactError, compact_r1cs
+
+    t = time.perf_counter()
+    try:
+        compact_r1cs(built.r1cs)
+    except CompactError:  # a circuit the compact form cannot hold: the prover says so itself
+        return
+    if progress is not None:
+        progress(f"the compact form's coefficient indices kept ({time.perf_counter() - t:.1f} s)")
