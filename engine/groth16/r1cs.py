@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+from numba import njit, prange
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,42 @@ class CSR:
         return int(self.indptr[-1])
 
     def check(self, num_vars: int, name: str) -> None:
-        if self.indptr.ndim != 1 or self.indptr[0] != 0 or np.any(np.diff(self.indptr) < 0):
+        if self.indptr.ndim != 1 or self.indptr[0] != 0:
             raise ValueError(f"R1CS matrix {name}: indptr is not a valid CSR row pointer")
         if self.indices.shape != (self.nnz,) or self.data.shape != (self.nnz, 4):
             raise ValueError(f"R1CS matrix {name}: indices/data do not match indptr")
-        if self.nnz and (self.indices.min() < 0 or self.indices.max() >= num_vars):
+        falls, outside = _faults(np.ascontiguousarray(self.indptr, np.int64),
+                                 np.ascontiguousarray(self.indices, np.int32), num_vars)
+        if falls:
+            raise ValueError(f"R1CS matrix {name}: indptr is not a valid CSR row pointer")
+        if outside:
             raise ValueError(f"R1CS matrix {name}: a column index is out of range")
+
+
+_CHUNKS = 256
+
+
+@njit(cache=True, parallel=True)
+def _faults(indptr, indices, num_vars):
+    """(row pointers that fall, column indices outside 0..num_vars - 1): one parallel pass over
+    each, where numpy's min, max and diff took three serial ones (2.5 s of a 32 GiB key's start
+    on the H200 host, 722 M indices)."""
+    falls = 0
+    outside = 0
+    rows = indptr.shape[0] - 1
+    step = (rows + _CHUNKS - 1) // _CHUNKS
+    for c in prange(_CHUNKS):
+        for i in range(c * step, min(rows, (c + 1) * step)):
+            if indptr[i + 1] < indptr[i]:
+                falls += 1
+    n = indices.shape[0]
+    step = (n + _CHUNKS - 1) // _CHUNKS
+    for c in prange(_CHUNKS):
+        for i in range(c * step, min(n, (c + 1) * step)):
+            v = indices[i]
+            if v < 0 or v >= num_vars:
+                outside += 1
+    return falls, outside
 
 
 class _Sparse(Protocol):
