@@ -39,6 +39,10 @@ preset, cache, seeds = sys.argv[1], sys.argv[2], [int(s) for s in sys.argv[3:]]
 import numba  # noqa: F401  (imports are not the circuit's)
 from engine.pipeline import circuits, proving
 import engine.synthesis, engine.circuit.porep  # noqa: F401, E401
+from engine.groth16.r1cs import _faults
+# nor is numba's thread pool (~29 MB here), which the first parallel kernel starts in any process
+# (the R1CS check's, here): start it with an empty check first
+_faults(np.zeros(1, np.int64), np.zeros(0, np.int32), 1)
 a0 = anon()
 c = circuits.resolve(preset, cache)
 a1 = anon()
