@@ -69,8 +69,9 @@
 #   single32g      as pipe32g, one engine: a warm-up job makes the device key, then one job at a
 #                  time on the resident key (--matrix dealloc --one-engine: async, then sync), each
 #                  timed from its submission to its verified proof
-#   witness_bench  scripts/witness_bench.py: one porep-32g partition's witness and compact form on
-#                  $WB_THREADS threads (default 4,8,16), no GPU; its table goes to steps.txt too
+#   witness_bench  scripts/witness_bench.py, no GPU: a whole synthetic 32 GiB sector, then one porep-32g
+#                  partition's witness and compact form on $WB_THREADS threads (default 4,8,16); its
+#                  table goes to steps.txt too
 #   r7_tests       the GPU tests of the fused H step, the MSM's list split and the NTT (its twiddle
 #                  table grew by one entry), on the default paths otherwise
 #   r7_bench       scripts/h_small_bench.py: old against new for the H step, the witness-like G1 MSM,
@@ -263,7 +264,7 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
     single32g) pipe32g single32g 1 --matrix dealloc --one-engine ${PIPE32_SET:-} ;;
     witness_bench) wait_warm; step witness_bench 150 python3 scripts/witness_bench.py --preset porep-32g \
         --threads "${WB_THREADS:-4,8,16}" --repeat 3
-      tail -6 "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;
+      tail -7 "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;
     r7_tests) step r7_tests 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_hstep.py \
         tests/test_cuda_msm_ones.py tests/test_cuda_ntt.py ;;
     r7_bench) step r7_bench 150 python3 scripts/h_small_bench.py "$work/r7" --sizes "${R7_SIZES:-24,27}" \

@@ -8,6 +8,8 @@ worker runs (C2Circuit.witness_of: the aux values from the C1 partition, fill_in
 numba interpreter) on one partition of a synthetic sector, into a buffer kept between rounds
 as the worker keeps its own, after a warm-up round (JIT, first-touch page faults); then the
 compact form the worker writes with abc_eval = "gpu" (its "eval" timer), median of the rounds.
+First, the time to make a whole synthetic sector: what a job's dispatcher waits for before it
+hands out the job's first partition.
 
     python3 scripts/witness_bench.py --preset porep-32g --threads 1,2 --repeat 3
 """
@@ -65,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     circuit.witness_of(part, statement, z)  # warm-up: JIT and first touch
     print(f"{args.preset}: {circuit.shape.num_vars:,} variables; circuit, sector and warm-up "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
+    # what a job's dispatcher makes before its first partition can start: the whole sector
+    made = []
+    for seed in range(2, 2 + args.repeat):
+        t = time.perf_counter()
+        synthetic_c1(proof, seed, prover_id=synthetic_prover_id(seed), sector_id=1)
+        made.append(time.perf_counter() - t)
+    print(f"a whole synthetic sector ({proof.partitions} partitions): median "
+          f"{statistics.median(made):.3f} s of {len(made)}", flush=True)
 
     # what the worker does next with abc_eval = "gpu" (its "eval" timer): the compact form
     layout = WitnessLayout(circuit.shape.num_vars, general_capacity(circuit.shape))
