@@ -89,9 +89,11 @@ def _flow(entries: Sequence[Sequence[Piece]], width: int | None, indent: str,
 # synthesis (witness, eval) before the GPU's layers, since at a 32 GiB sector it is the long pole
 # (20 s against 3.5 s on the GPU) and 80x24 dropped it; the waits (queue, chan) after the layers,
 # as the timeline above draws them too.
+# "input" (the part of queue spent making or reading the job's input) comes last: a wide screen's
+# detail, where a first partition's queue needs explaining.
 TIMER_COLUMNS = ("part", "witness", "eval", "wrapper", "call", "kernels", "wrap−call",
-                 "call−kern", "queue", "chan", "b2", "final", "dealloc")
-_TIMER_ORDER = ("part", "queue", "witness", "eval", "chan", "wrapper", "call", "kernels",
+                 "call−kern", "queue", "chan", "b2", "final", "dealloc", "input")
+_TIMER_ORDER = ("part", "queue", "input", "witness", "eval", "chan", "wrapper", "call", "kernels",
                 "wrap−call", "call−kern", "b2", "final", "dealloc")
 
 
@@ -130,6 +132,7 @@ def layered_timers(job: JobState, pal: Palette, bar_w: int = 30, width: int = 20
             bars.append(" " * (bar_w // 3 - 1 - n) + "▕")
         cells = {
             "part": Text(f"p{idx}"), "queue": Text(fmt_ms(p.ms.get("queue"))),
+            "input": Text(fmt_ms(p.ms.get("inputs"))),
             "witness": Text(fmt_ms(p.ms.get("witness"))), "eval": Text(fmt_ms(p.ms.get("eval"))),
             "chan": Text(fmt_ms(p.ms.get("channel_wait"))),
             "wrapper": Text(fmt_ms(wrap)), "call": Text(fmt_ms(call)), "kernels": Text(fmt_ms(kern)),
