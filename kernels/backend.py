@@ -71,7 +71,7 @@ class Backend(Protocol):
     # Keep a point table where the MSMs run (device memory for cuda; the array itself for cpu).
     # endo: the table's MSMs have mostly full-length scalars (H's), so a backend may keep what
     # an endomorphism split needs beside it (cuda: the G1 points' images, twice the memory).
-    def resident(self, points: np.ndarray, endo: bool = False) -> Any: ...
+    def resident(self, points: np.ndarray, endo: bool = False, pairs: bool = False) -> Any: ...
 
     # Move a vector to where the backend computes (one upload for cuda; as it is for cpu), and a
     # small result back to the host. ``place`` also takes a kernels.stored.StoredArray, read

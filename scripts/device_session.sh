@@ -69,6 +69,8 @@
 #   single32g      as pipe32g, one engine: a warm-up job makes the device key, then one job at a
 #                  time on the resident key (--matrix dealloc --one-engine: async, then sync), each
 #                  timed from its submission to its verified proof
+#   pairs_tests    the ones' sums by pairs (kernels/cuda/pairs.py): its GPU tests, the list split's
+#                  beside them, and the MSM and prover tests with SEALTOP_MSM_PAIRS=1
 #   witness_bench  scripts/witness_bench.py, no GPU: a whole synthetic 32 GiB sector, then one porep-32g
 #                  partition's witness and compact form on $WB_THREADS threads (default 4,8,16); its
 #                  table goes to steps.txt too
@@ -262,6 +264,10 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
       f'disk free {shutil.disk_usage(d).free / 2**30:.1f} GiB')" ;;
     pipe32g) pipe32g pipe32g "${JOBS32:-1}" ${PIPE32_SET:-} ;;
     single32g) pipe32g single32g 1 --matrix dealloc --one-engine ${PIPE32_SET:-} ;;
+    pairs_tests) step pairs_tests 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_pairs.py \
+        tests/test_cuda_msm_ones.py
+      SEALTOP_MSM_PAIRS=1 step pairs_regress 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm.py \
+        tests/test_cuda_prove.py tests/test_device_key.py ;;
     witness_bench) wait_warm; step witness_bench 150 python3 scripts/witness_bench.py --preset porep-32g \
         --threads "${WB_THREADS:-4,8,16}" --repeat 3
       tail -7 "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;

@@ -27,6 +27,8 @@ def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     lib = host_library(tmp_path_factory, "msm/host_classify.cpp", "-O1", ptx_flag(request.param))
     lib.host_classify.argtypes = [P, ctypes.c_uint64, P, P]
     lib.host_compact.argtypes = [P, P, ctypes.c_uint64, P, P, P, P]
+    lib.host_classify_pairs.argtypes = [P, ctypes.c_uint64, P, P]
+    lib.host_compact_pairs.argtypes = [P, P, ctypes.c_uint64, P, ctypes.c_uint32, P, P, P]
     return lib
 
 
@@ -89,6 +91,53 @@ def test_classes_lists_and_canonical_values(lib: ctypes.CDLL, n: int) -> None:
     assert got == vals
 
 
+def split_pairs(lib: ctypes.CDLL, s: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """As split, the ones listed by pairs with the pair table from row ``base``."""
+    n = len(s)
+    ntiles = -(-n // TILE)
+    cls = np.full(n, 0xEE, np.uint8)
+    counts = np.zeros((ntiles, 2), np.uint32)
+    lib.host_classify_pairs(s.ctypes.data, n, cls.ctypes.data, counts.ctypes.data)
+    off = np.ascontiguousarray(np.cumsum(counts, axis=0, dtype=np.uint32) - counts)
+    m1, m = (int(x) for x in counts.sum(axis=0))
+    ones = np.full(m1 + 1, 0xFFFFFFFF, np.uint32)  # one more: a write past the count is seen
+    others = np.full(max(m, 1), 0xFFFFFFFF, np.uint32)
+    canon = np.full((n, 4), 0xDEADBEEF, np.uint64)
+    lib.host_compact_pairs(s.ctypes.data, cls.ctypes.data, n, off.ctypes.data, base, ones.ctypes.data,
+                           others.ctypes.data, canon.ctypes.data)
+    assert ones[m1] == 0xFFFFFFFF
+    return cls, ones[:m1], others[:m], canon
+
+
+def _pair_model(cls: list[int], base: int) -> list[int]:
+    """The ones' list entries by pairs, from the classes alone."""
+    out = []
+    for i in range(0, len(cls), 2):
+        c0, c1 = cls[i], cls[i + 1] if i + 1 < len(cls) else 0
+        if c0 < 2 and c1 < 2:
+            out += [base + i // 2] if c0 and c1 else [i] if c0 else [i + 1] if c1 else []
+        else:
+            out += [i + h for h, c in enumerate((c0, c1)) if c == 1 and i + h < len(cls)]
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 701, TILE, 3 * TILE + 1233])
+def test_the_ones_listed_by_pairs(lib: ctypes.CDLL, n: int) -> None:
+    """Each pair of 0/1 scalars takes one entry (its even index, its odd one, or the pair's row
+    from base), a pair beside an other lists its one alone; the others and their canonical values
+    are the plain split's. Every one is counted once: an entry's points add up to the ones."""
+    s, vals = witness_like(n)
+    base = n + random.randrange(0, 5)  # the table may hold more rows than there are scalars
+    cls, ones, others, canon = split_pairs(lib, s, base)
+    _, plain_ones, plain_others, plain_canon = split(lib, s)
+    assert ones.tolist() == _pair_model(cls.tolist(), base)
+    assert others.tolist() == plain_others.tolist()
+    assert np.array_equal(canon[others], plain_canon[plain_others])
+    covered = sorted(i for e in ones.tolist() for i in ((2 * (e - base), 2 * (e - base) + 1) if e >= base else (e,)))
+    assert covered == plain_ones.tolist()
+    assert len(ones) <= len(plain_ones)
+
+
 def test_a_near_one_is_not_a_one(lib: ctypes.CDLL) -> None:
     s = np.stack([ONE_WORDS, ONE_WORDS ^ np.array([1, 0, 0, 0], np.uint64), np.zeros(4, np.uint64)])
     cls, ones, others, _ = split(lib, s)
@@ -124,7 +173,7 @@ def test_split_list_sums_exactly_the_ones(lib: ctypes.CDLL, monkeypatch: pytest.
 
     def kern(module: str, fn: str) -> Any:
         def launch(grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], **_: Any) -> None:
-            if fn in ("msm_classify", "msm_compact"):
+            if fn in ("msm_classify", "msm_compact", "msm_classify_pairs", "msm_compact_pairs"):
                 assert block == (256,)
                 getattr(lib, "host_" + fn[4:])(*(ptr(a) for a in args))
             elif fn.endswith("_accumulate"):
@@ -160,6 +209,14 @@ def test_split_list_sums_exactly_the_ones(lib: ctypes.CDLL, monkeypatch: pytest.
     assert int(ones_sum[0, 0]) == int(np.sum(points[want_ones, 0], dtype=np.uint64))
     assert tail.tolist() == [i for i, v in enumerate(vals) if i not in set(want_ones) and s[i].any()]
     assert m == len(tail)
+    # by pairs: a table of the points and then each pair's sum; the same ones' sum from fewer
+    # entries, the same tail
+    ext = np.concatenate([points, points[0:n - 1:2] + points[1:n:2]])
+    _, pair_sum, pair_tail, pm, pm1 = msm._split_list("g1", points, s, n, pairs=ext)
+    assert int(pair_sum[0, 0]) == int(ones_sum[0, 0]) and pair_tail.tolist() == tail.tolist() and pm == m
+    assert 0.6 * m1 < pm1 < m1
+    with pytest.raises(ValueError, match="pair table"):
+        msm._split_list("g1", points, s, n, pairs=ext[:-1])
     drop_last_item = True
     _, ones_sum, _, _, _ = msm._split_list("g1", points, s, n)
     assert int(ones_sum[0, 0]) != int(np.sum(points[want_ones, 0], dtype=np.uint64))

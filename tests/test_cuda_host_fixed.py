@@ -83,3 +83,39 @@ def test_a_wrong_scalar_is_caught(lib: ctypes.CDLL) -> None:
     want = T.ark_fixed_base("g1", base, other)
     assert not np.array_equal(got[4], want[4])
     assert np.array_equal(np.delete(got, 4, axis=0), np.delete(want, 4, axis=0))
+
+
+def pair_sums(lib: ctypes.CDLL, group: str, pts: np.ndarray, threads: int, k: int) -> np.ndarray:
+    """P_2j + P_(2j+1) of an affine table through the header's pair threads."""
+    aw = WORDS[group]
+    npairs = len(pts) // 2
+    out = np.full((npairs, aw), 0xDEADBEEF, np.uint64)
+    scratch = np.zeros(max(1, 3 * npairs * aw // 2), np.uint64)
+    getattr(lib, f"{group}_pairs")(_p(np.ascontiguousarray(pts, np.uint64)), ctypes.c_uint64(npairs),
+                                  ctypes.c_uint64(threads), ctypes.c_uint32(k), _p(out), _p(scratch))
+    return out
+
+
+@pytest.mark.parametrize("group,n,threads,k", [("g1", 61, 4, 8), ("g1", 20, 10, 1), ("g2", 27, 3, 5)])
+def test_pair_table_matches_arkworks(lib: ctypes.CDLL, group: str, n: int, threads: int, k: int) -> None:
+    """The ones' pair table: random pairs, and pairs with infinity on either side or both, a
+    point twice (a doubling) and a point with its negation (infinity), at random places."""
+    rng = random.Random()
+    pts = T.random_points(group, n, rng)
+    inf = pts[0] * _ark_scalar(0)
+    j = rng.sample(range(n // 2), 5)
+    pts[2 * j[0]] = inf
+    pts[2 * j[1] + 1] = inf
+    pts[2 * j[2]] = pts[2 * j[2] + 1] = inf
+    pts[2 * j[3] + 1] = pts[2 * j[3]]
+    pts[2 * j[4] + 1] = -pts[2 * j[4]]
+    got = pair_sums(lib, group, T.ark_to_words(group, pts), threads, k)
+    want = T.ark_to_words(group, [pts[2 * i] + pts[2 * i + 1] for i in range(n // 2)])
+    assert np.array_equal(got, want)
+    assert not got[j[2]].any() and not got[j[4]].any()
+
+
+def _ark_scalar(v: int) -> Any:
+    import py_arkworks_bls12381 as ark
+
+    return ark.Scalar(v)

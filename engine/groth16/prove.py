@@ -95,19 +95,32 @@ class Query:
         return s if self.index is None else s[self.index]
 
 
-def _query(table: Any, backend: Backend, dense_enough: float = 0.9, endo: bool = False) -> Query:
+def _query(table: Any, backend: Backend, dense_enough: float = 0.9, endo: bool = False,
+           pairs: bool = False) -> Query:
     """The table's query; ``table`` is a host array or, for a key made in device memory, a device
     array (the kept rows are then found and gathered where it lives: one module's methods)."""
     keep = table.any(axis=1).nonzero()[0]
     if len(keep) >= dense_enough * len(table):
-        return Query(backend.resident(table, endo=endo), None, len(table))
-    return Query(backend.resident(table[keep], endo=endo), backend.place(keep), len(table))  # a contiguous copy
+        return Query(backend.resident(table, endo=endo, pairs=pairs), None, len(table))
+    # a contiguous copy
+    return Query(backend.resident(table[keep], endo=endo, pairs=pairs), backend.place(keep), len(table))
+
+
+# H first: its GLV images are worth more than any other table's extra (pairs, where a backend
+# keeps them, take what room is left); the order device_setup makes the sections in, too
+QUERIES = ("h", "a", "b_g1", "b_g2", "l")
+
+
+def resident_table(pk: ProvingKey, section: str, backend: Backend) -> Query:
+    """One of the key's queries placed where the backend's MSMs run. H's scalars are full-length
+    field elements, so its table is made ready for the GLV split; the others' are the witness,
+    mostly 0 and 1, so a backend may keep their pairs' sums."""
+    return _query(getattr(pk, section), backend, endo=section == "h", pairs=section != "h")
 
 
 def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:
-    """The key's queries placed where the backend's MSMs run (once per key, then reused). H's
-    scalars are full-length field elements, so its table is made ready for the GLV split."""
-    return {k: _query(getattr(pk, k), backend, endo=k == "h") for k in ("a", "b_g1", "b_g2", "l", "h")}
+    """The key's queries placed where the backend's MSMs run (once per key, then reused)."""
+    return {k: resident_table(pk, k, backend) for k in QUERIES}
 
 
 def _scalar_rows(values: list[int]) -> np.ndarray:

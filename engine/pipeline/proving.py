@@ -447,7 +447,7 @@ def make_device_key(
     line) when the device has less free memory than the key and ``slots`` slots need (shared as
     ``gpu_calls`` says, :func:`device_bytes`)."""
     from engine.groth16.keyfile import SECTIONS, KeyFileError, KeyRoomError
-    from engine.groth16.prove import resident_tables
+    from engine.groth16.prove import QUERIES, resident_table
     from engine.groth16.setup import BIG_SECTIONS, device_setup
     from engine.groth16.vkey import verifying_key
     from engine.pipeline.circuits import resolve
@@ -475,15 +475,20 @@ def make_device_key(
                            f"{need} bytes needed, {free} free; is another engine's key on it?")
     pk = device_setup(r, SETUP_SEED, backend, progress)
     t0 = time.perf_counter()
-    tables = resident_tables(pk, backend)
-    # the full arrays of compacted sections go (a fresh empty array each: a view would keep the
-    # whole allocation); the compacted tables hold the points the MSMs read
-    compacted = [k for k in BIG_SECTIONS if tables[k].index is not None]
-    for k in compacted:
-        setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))
-    for k in BIG_SECTIONS:  # a GLV table copied the section's points: the key keeps its view
-        if k not in compacted and getattr(tables[k].points, "endo", None) is not None:
-            setattr(pk, k, tables[k].points.data)
+    # each section's full array goes as soon as its table is made, so that two copies of one
+    # section at most are on the card at once: a compacted table holds the points the MSMs read
+    # (the key keeps a fresh empty array: a view would keep the whole allocation), and a GLV or
+    # pair table copied the section's points (the key keeps its view of them)
+    tables, compacted = {}, []
+    for k in QUERIES:
+        tables[k] = q = resident_table(pk, k, backend)
+        if k not in BIG_SECTIONS:
+            continue
+        if q.index is not None:
+            compacted.append(k)
+            setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))
+        elif getattr(q.points, "endo", None) is not None or getattr(q.points, "pairs", None) is not None:
+            setattr(pk, k, q.points.data)
     say(f"resident tables: {len(tables)} sections, {len(compacted)} compacted "
         f"({time.perf_counter() - t0:.2f} s)")
     t0 = time.perf_counter()

@@ -76,9 +76,9 @@ class CpuBackend:
         del coset
         return _ntt.ntt(ab_c, inverse=True, coset=True)
 
-    def resident(self, points: np.ndarray, endo: bool = False) -> Any:
-        """Host memory is where the CPU MSM runs, so the table is used as it is (endo, the GPU's
-        GLV tables, does not apply)."""
+    def resident(self, points: np.ndarray, endo: bool = False, pairs: bool = False) -> Any:
+        """Host memory is where the CPU MSM runs, so the table is used as it is (endo and pairs,
+        the GPU's GLV and pair tables, do not apply)."""
         return points
 
     def place(self, a: Any) -> np.ndarray:

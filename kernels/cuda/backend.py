@@ -23,6 +23,7 @@ import numpy as np
 
 from kernels.cuda import msm as _msm
 from kernels.cuda import ntt as _ntt
+from kernels.cuda import pairs as _pairs
 from kernels.cuda.fixed_base import FixedBase
 from kernels.cuda.module import kernel
 from kernels.cuda.stream import cupy_module as _cp
@@ -35,10 +36,12 @@ from kernels.stored import StoredArray
 class ResidentPoints:
     """A point table held in device memory (uint64[n, 12] for G1, [n, 24] for G2); ``endo``, when
     made (G1), the table's 2n rows of points and their endomorphism images (msm.endo_table),
-    of which ``data`` is the first half."""
+    of which ``data`` is the first half; ``pairs``, when made, the n points and then their pairs'
+    sums (kernels/cuda/pairs.py), of which ``data`` is the first n rows."""
 
     data: Any
     endo: Any = None
+    pairs: Any = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -196,10 +199,14 @@ class CudaBackend:
 
     # --- points -------------------------------------------------------------------------------
     @_on_stream
-    def resident(self, points: np.ndarray, endo: bool = False) -> ResidentPoints:
+    def resident(self, points: np.ndarray, endo: bool = False, pairs: bool = False) -> ResidentPoints:
         """Upload a point table once; MSMs given the handle read it in place. endo (a G1 table of
         at least msm.GLV_MIN_TAIL rows): keep the points' endomorphism images beside them, so that
-        an MSM with mostly full-length scalars (H's) can split them GLV-wise; twice the memory."""
+        an MSM with mostly full-length scalars (H's) can split them GLV-wise; twice the memory.
+        pairs (a table whose MSMs' scalars are mostly 0 and 1: A, B and L's): with
+        SEALTOP_MSM_PAIRS=1, keep the sums of its points' pairs beside them (kernels/cuda/pairs.py),
+        so that the ones' sums add one point a pair of ones; half as much memory again, made only
+        where it leaves pairs.PAIRS_RESERVE free (the calls' room)."""
         if isinstance(points, ResidentPoints):
             return points
         dev = _dev(points)
@@ -212,6 +219,16 @@ class CudaBackend:
             else:
                 del dev
                 table = ResidentPoints(ext[: ext.shape[0] // 2], ext)
+        elif (pairs and _pairs.PAIRS and dev.ndim == 2 and dev.shape[0] >= 2 and (group := _pairs.group_of(dev))
+              and _pairs.room_for(group, int(dev.shape[0]))):
+            try:
+                ext = _pairs.pair_table(group, dev)
+            except _cp().cuda.memory.OutOfMemoryError:
+                pass  # no room for the pairs: the ones are listed one by one
+            else:
+                n = dev.shape[0]
+                del dev
+                table = ResidentPoints(ext[:n], pairs=ext)
         thread_stream().synchronize()  # other threads' streams read it next
         return table
 
@@ -226,7 +243,8 @@ class CudaBackend:
             raise ValueError(f"scalars must be uint64[n, 4], got shape {tuple(S.shape)}")
         if S.shape[0] > P.shape[0]:
             raise ValueError(f"{P.shape[0]} points but {S.shape[0]} scalars")
-        out = _msm.msm(group, P, S, endo=points.endo if isinstance(points, ResidentPoints) else None)[0]
+        held = points if isinstance(points, ResidentPoints) else ResidentPoints(None)
+        out = _msm.msm(group, P, S, endo=held.endo, pairs=held.pairs)[0]
         return _back(out, dev)
 
     def msm_g1(self, points: Any, scalars: np.ndarray) -> np.ndarray:

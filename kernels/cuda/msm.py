@@ -339,18 +339,25 @@ CLASSIFY_TILE = 4096  # msm/classify.cuh: 256 threads x 16 scalars a block
 
 
 def _split_list(group: str, points: Any, scalars: Any, n: int, count_ones: bool = True,
-                ones_acc: str | None = None) -> tuple[Any, Any, Any, int, int]:
+                ones_acc: str | None = None, pairs: Any | None = None) -> tuple[Any, Any, Any, int, int]:
     """As _split_sum, the "list" way (msm/classify.cuh): classes off the Montgomery words, lists
     of the ones and the others (one count read back for both), the others' canonical values at
     their indices; the ones summed by the bucket accumulation kernel as one bucket cut into items
-    of equal length (no idle lanes, the G1 addition inline, the kernel's launch bounds)."""
+    of equal length (no idle lanes, the G1 addition inline, the kernel's launch bounds). With
+    ``pairs`` (kernels/cuda/pairs.py: the points, then their pairs' sums) the ones are listed by
+    pairs of scalars and summed from that table; the count returned is then the list's."""
     cp = _cp()
     if n >= 1 << 31:
         raise ValueError(f"the list split indexes scalars in 31 bits, got {n}")
     ntiles = -(-n // CLASSIFY_TILE)
     cls = cp.empty(n, dtype=cp.uint8)
     counts = cp.empty((ntiles, 2), dtype=cp.uint32)
-    kernel("msm_scalars", "msm_classify")((ntiles,), (256,), (scalars, np.uint64(n), cls, counts))
+    by_pairs = pairs is not None
+    if pairs is not None and pairs.shape[0] != points.shape[0] + points.shape[0] // 2:
+        raise ValueError(f"a pair table of {points.shape[0]} points has {points.shape[0] + points.shape[0] // 2} "
+                         f"rows, not {pairs.shape[0]}")
+    suffix = "_pairs" if by_pairs else ""
+    kernel("msm_scalars", "msm_classify" + suffix)((ntiles,), (256,), (scalars, np.uint64(n), cls, counts))
     off = cp.cumsum(counts, axis=0, dtype=cp.uint32)
     m1, m = (int(v) for v in to_host(off[-1]))
     off -= counts  # exclusive offsets of each tile
@@ -358,9 +365,11 @@ def _split_list(group: str, points: Any, scalars: Any, n: int, count_ones: bool 
     ones_idx = cp.empty(max(m1, 1), dtype=cp.uint32)
     tail_idx = cp.empty(max(m, 1), dtype=cp.uint32)
     canon = cp.empty((n, 4), dtype=cp.uint64)
-    kernel("msm_scalars", "msm_compact")((ntiles,), (256,), (scalars, cls, np.uint64(n), off, ones_idx, tail_idx, canon))
+    base = (np.uint32(points.shape[0]),) if by_pairs else ()  # the pairs' first row
+    kernel("msm_scalars", "msm_compact" + suffix)((ntiles,), (256,), (scalars, cls, np.uint64(n), off, *base,
+                                                                     ones_idx, tail_idx, canon))
     del cls, off
-    return canon, sum_list(group, points, ones_idx, m1, ones_acc), tail_idx[:m], m, m1
+    return canon, sum_list(group, pairs if by_pairs else points, ones_idx, m1, ones_acc), tail_idx[:m], m, m1
 
 
 def ones_accumulation(group: str, m: int, how: str | None = None) -> str:
@@ -398,7 +407,7 @@ def sum_list(group: str, points: Any, idx: Any, m: int, how: str | None = None) 
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
         item_len: int | None = None, accumulate: str | None = None, ones: str | None = None,
         endo: Any | None = None, glv: bool | None = None, sort_runs: bool | None = None,
-        sort_two_pass: bool | None = None, ones_acc: str | None = None) -> Any:
+        sort_two_pass: bool | None = None, ones_acc: str | None = None, pairs: Any | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
@@ -407,7 +416,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
     their images under the endomorphism (glv.endo_table); with it at least GLV_MIN_TAIL scalars are
     split GLV-wise, with no 0/1 split first (glv forces the split on or off). sort_runs forces the one-pass sort into
     fixed runs (SORT_RUNS) on or off; sort_two_pass sorts into those runs in two passes instead
-    (msm_sort2.SORT_TWO_PASS); ones_acc how the "list" split sums the ones (ONES_ACC)."""
+    (msm_sort2.SORT_TWO_PASS); ones_acc how the "list" split sums the ones (ONES_ACC). pairs: the
+    points' pair table (kernels/cuda/pairs.py), with which the "list" split lists the ones by pairs."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
@@ -442,7 +452,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
         mark("glv_split")
     else:
         if how == "list":
-            canon, ones_sum, tail_idx, m, m1 = _split_list(group, points, scalars, n, stats is not None, ones_acc)
+            canon, ones_sum, tail_idx, m, m1 = _split_list(group, points, scalars, n, stats is not None, ones_acc,
+                                                           pairs)
         else:
             canon, ones_sum, tail_idx, m, m1 = _split_sum(group, points, scalars, n, stats is not None)
         mark("scalars_and_ones")

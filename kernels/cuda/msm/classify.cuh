@@ -100,4 +100,71 @@ HD void compact_write(const uint32_t* scalars, const uint8_t* cls, uint64_t n, u
     }
 }
 
+// ---- pairs -----------------------------------------------------------------------------------
+// With a pair table (the query's points followed by P_2j + P_(2j+1) for every j, from row
+// pair_base: kernels/cuda/pairs.py), scalars 2j and 2j+1 that are both 0 or 1 take one entry of
+// the ones' list between them: 2j, 2j + 1 or pair_base + j, or none for two zeros. A pair
+// holding an other lists its 0/1 member alone. The pair is counted and written by whoever holds
+// its even member: classify's thread (whose elements are strided) after a barrier reads the odd
+// member's class from cls; compact's thread holds whole pairs (CLASSIFY_PER is even).
+
+// The ones' list entries of the pair whose even member is i (classes c0, c1; c1 = 0 past n).
+HD uint32_t pair_entries(uint32_t c0, uint32_t c1) {
+    return (c0 < 2 && c1 < 2) ? (uint32_t)((c0 | c1) != 0) : (uint32_t)(c0 == 1) + (uint32_t)(c1 == 1);
+}
+
+// Phase 2 of classify with pairs (after classify_thread and a barrier): the thread's count of
+// ones becomes the count of list entries of the pairs whose even member it holds.
+HD void pair_count_thread(const uint8_t* cls, uint64_t n, uint64_t tile, uint32_t tid, uint32_t* counts) {
+    uint32_t entries = 0;
+    for (int j = 0; j < CLASSIFY_PER; j++) {
+        const uint64_t i = tile * CLASSIFY_TILE + tid + (uint64_t)j * CLASSIFY_THREADS;
+        if (i >= n) break;
+        if (i & 1) continue;
+        entries += pair_entries(cls[i], i + 1 < n ? cls[i + 1] : 0u);
+    }
+    counts[tid] = entries | (counts[tid] & 0xffff0000u);
+}
+
+// Phase 1 of compact with pairs: as compact_count, the ones counted as list entries.
+HD void compact_count_pairs(const uint8_t* cls, uint64_t n, uint64_t tile, uint32_t tid, uint32_t* counts) {
+    uint32_t entries = 0, others = 0;
+    const uint64_t i0 = tile * CLASSIFY_TILE + (uint64_t)tid * CLASSIFY_PER;
+    for (int j = 0; j < CLASSIFY_PER; j += 2) {
+        if (i0 + j >= n) break;
+        const uint32_t c0 = cls[i0 + j], c1 = i0 + j + 1 < n ? cls[i0 + j + 1] : 0u;
+        entries += pair_entries(c0, c1);
+        others += (c0 == 2) + (c1 == 2);
+    }
+    counts[tid] = entries | (others << 16);
+}
+
+// Phase 3 of compact with pairs: the list entries (ascending by pair) and the others as before.
+HD void compact_write_pairs(const uint32_t* scalars, const uint8_t* cls, uint64_t n, uint64_t tile, uint32_t tid,
+                            const uint32_t* counts, const uint32_t* tile_off, uint32_t pair_base, uint32_t* ones,
+                            uint32_t* others, uint32_t* canon) {
+    uint32_t o1 = tile_off[2 * tile] + (counts[tid] & 0xffffu);
+    uint32_t o2 = tile_off[2 * tile + 1] + (counts[tid] >> 16);
+    const uint64_t i0 = tile * CLASSIFY_TILE + (uint64_t)tid * CLASSIFY_PER;
+    for (int j = 0; j < CLASSIFY_PER; j += 2) {
+        const uint64_t i = i0 + j;
+        if (i >= n) break;
+        const uint32_t c0 = cls[i], c1 = i + 1 < n ? cls[i + 1] : 0u;
+        if (c0 < 2 && c1 < 2) {
+            if (c0 && c1) ones[o1++] = pair_base + (uint32_t)(i >> 1);
+            else if (c0) ones[o1++] = (uint32_t)i;
+            else if (c1) ones[o1++] = (uint32_t)(i + 1);
+            continue;
+        }
+        for (int h = 0; h < 2 && i + h < n; h++) {
+            const uint32_t c = h ? c1 : c0;
+            if (c == 1) ones[o1++] = (uint32_t)(i + h);
+            if (c == 2) {
+                others[o2++] = (uint32_t)(i + h);
+                Fr::load(scalars + (i + h) * 8).from_mont().store(canon + (i + h) * 8);
+            }
+        }
+    }
+}
+
 }  // namespace msmc

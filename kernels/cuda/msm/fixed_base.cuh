@@ -11,6 +11,9 @@
 // Against one 8-bit unsigned window a digit and one inversion a point (the kernel this replaces:
 // 32 additions + ~613 products), a point costs ~15 additions + 7 products + 1/K of an inversion.
 //
+// The same per-thread normalization (affine_thread) also writes the pair table of the ones' sums:
+// P_2j + P_(2j+1) for every pair of a query's points (pair_thread, kernels/cuda/pairs.py).
+//
 // Written as per-thread functions with no barriers, so that a host build (msm/host_fixed.cpp,
 // tests/test_cuda_host_fixed.py) runs the very code thread by thread.
 #pragma once
@@ -53,12 +56,13 @@ HD Xyzz<F> scalar_point(const uint32_t* table, int c, int nwin, const uint32_t* 
     return acc;
 }
 
-// Thread t of T: points t, t + T, ... (at most K of them, below n). out[i] holds X, Y until the
-// last pass writes x, y there; scratch holds three rows of F words per point: ZZ, ZZZ (1 for
-// infinity, which then comes out as x = y = 0) and the running product of the thread's ZZZ.
-template <class F>
-HD void mul_thread(const uint32_t* table, int c, int nwin, const uint32_t* scalars, uint64_t n, uint64_t t, uint64_t T,
-                   uint32_t K, uint32_t* out, uint32_t* scratch) {
+// Thread t of T: points make(t), make(t + T), ... (at most K of them, below n), written affine.
+// out[i] holds X, Y until the last pass writes x, y there; scratch holds three rows of F words
+// per point: ZZ, ZZZ (1 for infinity, which then comes out as x = y = 0) and the running product
+// of the thread's ZZZ.
+template <class F, class Make>
+HD void affine_thread(const Make& make, uint64_t n, uint64_t t, uint64_t T, uint32_t K, uint32_t* out,
+                      uint32_t* scratch) {
     const int W = F::WORDS;
     uint32_t* zz = scratch;
     uint32_t* zzz = scratch + n * W;
@@ -66,7 +70,7 @@ HD void mul_thread(const uint32_t* table, int c, int nwin, const uint32_t* scala
     F run = F::one();
     uint32_t k = 0;
     for (uint64_t i = t; k < K && i < n; k++, i += T) {
-        const Xyzz<F> p = scalar_point<F>(table, c, nwin, scalars + i * 8);
+        const Xyzz<F> p = make(i);
         const F z3 = p.is_inf() ? F::one() : p.ZZZ;
         p.X.store(out + i * 2 * W);
         p.Y.store(out + i * 2 * W + W);
@@ -89,6 +93,40 @@ HD void mul_thread(const uint32_t* table, int c, int nwin, const uint32_t* scala
     }
 }
 
+// The fixed-base product of scalar i.
+template <class F>
+struct ScalarPoint {
+    const uint32_t* table;
+    int c, nwin;
+    const uint32_t* scalars;
+    HD Xyzz<F> operator()(uint64_t i) const { return scalar_point<F>(table, c, nwin, scalars + i * 8); }
+};
+
+// P_2j + P_(2j+1) of an affine table (infinity, doubling and opposite points as the XYZZ
+// addition handles them): the pair table of the ones' sums (kernels/cuda/pairs.py).
+template <class F>
+struct PairSum {
+    const uint32_t* points;
+    HD Xyzz<F> operator()(uint64_t j) const {
+        typedef Affine<F> A;
+        Xyzz<F> p = Xyzz<F>::from_affine(A::load(points + 2 * j * A::WORDS));
+        p.add(A::load(points + (2 * j + 1) * A::WORDS));
+        return p;
+    }
+};
+
+template <class F>
+HD void mul_thread(const uint32_t* table, int c, int nwin, const uint32_t* scalars, uint64_t n, uint64_t t, uint64_t T,
+                   uint32_t K, uint32_t* out, uint32_t* scratch) {
+    affine_thread<F>(ScalarPoint<F>{table, c, nwin, scalars}, n, t, T, K, out, scratch);
+}
+
+template <class F>
+HD void pair_thread(const uint32_t* points, uint64_t npairs, uint64_t t, uint64_t T, uint32_t K, uint32_t* out,
+                    uint32_t* scratch) {
+    affine_thread<F>(PairSum<F>{points}, npairs, t, T, K, out, scratch);
+}
+
 }  // namespace fixedb
 
 #ifdef __CUDACC__
@@ -102,5 +140,10 @@ HD void mul_thread(const uint32_t* table, int c, int nwin, const uint32_t* scala
         const uint64_t T = (uint64_t)gridDim.x * blockDim.x;                                                                 \
         fixedb::mul_thread<F>(table, c, nwin, scalars, n, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, T, K, out,       \
                               scratch);                                                                                      \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_pair_sums(const uint32_t* points, uint64_t npairs, uint32_t K, uint32_t* out,             \
+                                             uint32_t* scratch) {                                                            \
+        const uint64_t T = (uint64_t)gridDim.x * blockDim.x;                                                                 \
+        fixedb::pair_thread<F>(points, npairs, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, T, K, out, scratch);        \
     }
 #endif
