@@ -44,7 +44,8 @@
 #                  XYZZ (window 16) and batch-affine (window 20); sections in $NCU_SECTIONS
 #   compare_batch  compare with SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} (sealtop's bucket accumulation)
 #   msm_profile    scripts/msm_profile.py: each MSM of a porep-32g partition alone, phase by phase
-#                  ($PROFILE_ONLY picks some of h,a,b1,l,b2)
+#                  ($PROFILE_ONLY picks some of h,a,b1,l,b2; PROFILE_PAIRS=1: each witness MSM again
+#                  with its pair table)
 #   ncu_h          Nsight Compute (clocks left alone) on the H MSM's kernels with the defaults (two-pass
 #                  sort, rounds, batch inversion levels, prefold, window slices), GLV split at 2^27:
 #                  $NCU_COUNT (8) launches matching $NCU_KERNELS after the first $NCU_SKIP (0); sections in $NCU_SECTIONS
@@ -212,7 +213,7 @@ from kernels.cuda.bench import distinct_points_device, random_fr_device
 pts = distinct_points_device('g1', 1 << 24); sc = random_fr_device(1 << 24)
 for acc, w in (('xyzz', 16), ('batch', 20)):
     msm.msm('g1', pts, sc, window=w, accumulate=acc); cp.cuda.Device().synchronize(); print(acc, 'done', flush=True)" ;;
-    msm_profile) step msm_profile 240 python3 scripts/msm_profile.py --only "${PROFILE_ONLY:-h,a,b1,l,b2}" ;;
+    msm_profile) step msm_profile 240 python3 scripts/msm_profile.py --only "${PROFILE_ONLY:-h,a,b1,l,b2}" ${PROFILE_PAIRS:+--pairs} ;;
     ncu_h) ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
       secs=""; for sec in ${NCU_SECTIONS:-SpeedOfLight Occupancy WarpStateStats MemoryWorkloadAnalysis LaunchStats}; do secs="$secs --section $sec"; done
       step ncu_h 240 "$ncu_bin" --clock-control none -k "regex:${NCU_KERNELS:-sort2_bin|sort2_place|g1_rounds_fused|fp_binv|g1_reduce_groups|g1_segments}" \

@@ -1,6 +1,6 @@
 """Phase times of the MSMs of one porep-32g partition, each alone on the device.
 
-    PYTHONPATH=. python3 scripts/msm_profile.py [--repeat N] [--only h,a,b1,l,b2]
+    PYTHONPATH=. python3 scripts/msm_profile.py [--repeat N] [--only h,a,b1,l,b2] [--pairs]
 
 The pipeline's per-group timings (docs/BENCHMARKS.md) are taken while the finalize thread's G2
 MSM shares the card, so they do not say what each MSM costs by itself. This runs each one alone
@@ -8,7 +8,8 @@ on random data shaped like porep-32g's: H (2^27 - 1 random scalars over a table 
 endomorphism images, the GLV split), and the witness MSMs A, B1, L (G1) and B2 (G2) with the
 witness's shares of zeros, ones and general values (scripts/h_small_bench.py) at the query
 sizes of Filecoin's circuit (docs/PLAN-H-SMALL.md). It prints, per MSM, the median total and
-each phase's median (MsmStats), in ms, CUDA events after one warm-up.
+each phase's median (MsmStats), in ms, CUDA events after one warm-up. With --pairs, each witness
+MSM runs again over its points' pair table (kernels/cuda/pairs.py), after the time to make it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def main() -> int:
     ap = OneLineParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default="h,a,b1,l,b2")
+    ap.add_argument("--pairs", action="store_true", help="each witness MSM again with its pair table")
     args = ap.parse_args()
     only = set(args.only.split(","))
 
@@ -75,8 +77,28 @@ def main() -> int:
             continue
         if group not in tables or int(tables[group].shape[0]) < n:
             tables[group] = distinct_points_device(group, n)
-        print(profile(name, group, tables[group][:n], witness_scalars(n), args.repeat), flush=True)
+        scalars = witness_scalars(n)
+        print(profile(name, group, tables[group][:n], scalars, args.repeat), flush=True)
+        if args.pairs:
+            print(profile_pairs(name, group, tables[group][:n], scalars, args.repeat), flush=True)
     return 0
+
+
+def profile_pairs(name: str, group: str, points: Any, scalars: Any, repeat: int) -> str:
+    """The time to make the points' pair table, then the MSM over it (as profile)."""
+    import cupy as cp
+
+    from kernels.cuda.pairs import pair_table
+
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record()
+    ext = pair_table(group, points)
+    b.record()
+    b.synchronize()
+    made = cp.cuda.get_elapsed_time(a, b)
+    line = profile(f"{name} by pairs", group, ext[:points.shape[0]], scalars, repeat, pairs=ext)
+    del ext
+    return f"{line}; pair table made in {made:.1f} ms"
 
 
 if __name__ == "__main__":
