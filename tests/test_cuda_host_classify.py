@@ -59,19 +59,26 @@ def witness_like(n: int) -> tuple[np.ndarray, list[int]]:
     return s, vals
 
 
-def split(lib: ctypes.CDLL, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def split(lib: ctypes.CDLL, s: np.ndarray, base: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The host kernels' classes, ones' list, others' list and canonical values; with ``base``,
+    the ones listed by pairs with the pair table from row ``base``."""
     n = len(s)
     ntiles = -(-n // TILE)
     cls = np.full(n, 0xEE, np.uint8)
     counts = np.zeros((ntiles, 2), np.uint32)
-    lib.host_classify(s.ctypes.data, n, cls.ctypes.data, counts.ctypes.data)
+    (lib.host_classify if base is None else lib.host_classify_pairs)(s.ctypes.data, n, cls.ctypes.data,
+                                                                     counts.ctypes.data)
     off = np.ascontiguousarray(np.cumsum(counts, axis=0, dtype=np.uint32) - counts)
     m1, m = (int(x) for x in counts.sum(axis=0))
-    ones = np.full(max(m1, 1), 0xFFFFFFFF, np.uint32)
+    ones = np.full(m1 + 1, 0xFFFFFFFF, np.uint32)  # one more: a write past the count is seen
     others = np.full(max(m, 1), 0xFFFFFFFF, np.uint32)
     canon = np.full((n, 4), 0xDEADBEEF, np.uint64)
-    lib.host_compact(s.ctypes.data, cls.ctypes.data, n, off.ctypes.data, ones.ctypes.data, others.ctypes.data,
-                     canon.ctypes.data)
+    lists = (ones.ctypes.data, others.ctypes.data, canon.ctypes.data)
+    if base is None:
+        lib.host_compact(s.ctypes.data, cls.ctypes.data, n, off.ctypes.data, *lists)
+    else:
+        lib.host_compact_pairs(s.ctypes.data, cls.ctypes.data, n, off.ctypes.data, base, *lists)
+    assert ones[m1] == 0xFFFFFFFF
     return cls, ones[:m1], others[:m], canon
 
 
@@ -89,24 +96,6 @@ def test_classes_lists_and_canonical_values(lib: ctypes.CDLL, n: int) -> None:
     # every value is accounted for: 0, 1, or its canonical integer
     got = [1 if c == 1 else 0 if c == 0 else int.from_bytes(canon[i].tobytes(), "little") for i, c in enumerate(cls)]
     assert got == vals
-
-
-def split_pairs(lib: ctypes.CDLL, s: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """As split, the ones listed by pairs with the pair table from row ``base``."""
-    n = len(s)
-    ntiles = -(-n // TILE)
-    cls = np.full(n, 0xEE, np.uint8)
-    counts = np.zeros((ntiles, 2), np.uint32)
-    lib.host_classify_pairs(s.ctypes.data, n, cls.ctypes.data, counts.ctypes.data)
-    off = np.ascontiguousarray(np.cumsum(counts, axis=0, dtype=np.uint32) - counts)
-    m1, m = (int(x) for x in counts.sum(axis=0))
-    ones = np.full(m1 + 1, 0xFFFFFFFF, np.uint32)  # one more: a write past the count is seen
-    others = np.full(max(m, 1), 0xFFFFFFFF, np.uint32)
-    canon = np.full((n, 4), 0xDEADBEEF, np.uint64)
-    lib.host_compact_pairs(s.ctypes.data, cls.ctypes.data, n, off.ctypes.data, base, ones.ctypes.data,
-                           others.ctypes.data, canon.ctypes.data)
-    assert ones[m1] == 0xFFFFFFFF
-    return cls, ones[:m1], others[:m], canon
 
 
 def _pair_model(cls: list[int], base: int) -> list[int]:
@@ -128,7 +117,7 @@ def test_the_ones_listed_by_pairs(lib: ctypes.CDLL, n: int) -> None:
     are the plain split's. Every one is counted once: an entry's points add up to the ones."""
     s, vals = witness_like(n)
     base = n + random.randrange(0, 5)  # the table may hold more rows than there are scalars
-    cls, ones, others, canon = split_pairs(lib, s, base)
+    cls, ones, others, canon = split(lib, s, base)
     _, plain_ones, plain_others, plain_canon = split(lib, s)
     assert ones.tolist() == _pair_model(cls.tolist(), base)
     assert others.tolist() == plain_others.tolist()
