@@ -207,6 +207,9 @@ async def test_every_footer_key_fits_80_columns(mode, where):
             await pilot.press("enter" if where == "detail" else "h")
             await wait_for(pilot, lambda: app.screen is not before)
             await pilot.pause(0.3)
+        # a loaded machine may not have drawn the footer after the pause (CI once caught a blank
+        # last line): wait for it, then check every key whole
+        await wait_for(pilot, lambda: screen_lines(app)[23].strip(), timeout=10.0)
         footer = screen_lines(app)[23]
         assert "? Help" in footer and footer.rstrip().endswith("^p palette"), footer
         assert "q Quit" in footer
