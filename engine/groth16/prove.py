@@ -30,6 +30,7 @@ from engine.groth16.examples import ONE_MONT, check_evaluations, check_witness
 from engine.groth16.keyfile import ProvingKey
 from engine.groth16.r1cs import R1CS
 from engine.groth16.serialize import encode_proof_rows
+from engine.groth16.setup import BIG_SECTIONS
 from engine.groth16.sparse import matvec
 
 # Kernel groups of prove_start, timed on the backend's own timeline (CUDA events on a GPU):
@@ -106,11 +107,6 @@ def _query(table: Any, backend: Backend, dense_enough: float = 0.9, endo: bool =
     return Query(backend.resident(table[keep], endo=endo, pairs=pairs), backend.place(keep), len(table))
 
 
-# H first: its GLV images are worth more than any other table's extra (pairs, where a backend
-# keeps them, take what room is left); the order device_setup makes the sections in, too
-QUERIES = ("h", "a", "b_g1", "b_g2", "l")
-
-
 def resident_table(pk: ProvingKey, section: str, backend: Backend) -> Query:
     """One of the key's queries placed where the backend's MSMs run. H's scalars are full-length
     field elements, so its table is made ready for the GLV split; the others' are the witness,
@@ -120,7 +116,9 @@ def resident_table(pk: ProvingKey, section: str, backend: Backend) -> Query:
 
 def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:
     """The key's queries placed where the backend's MSMs run (once per key, then reused)."""
-    return {k: resident_table(pk, k, backend) for k in QUERIES}
+    # in device_setup's order, H first: its GLV images are worth more than any other table's
+    # extra (pairs, where a backend keeps them, take what room is left)
+    return {k: resident_table(pk, k, backend) for k in BIG_SECTIONS}
 
 
 def _scalar_rows(values: list[int]) -> np.ndarray:

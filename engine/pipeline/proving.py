@@ -447,7 +447,7 @@ def make_device_key(
     line) when the device has less free memory than the key and ``slots`` slots need (shared as
     ``gpu_calls`` says, :func:`device_bytes`)."""
     from engine.groth16.keyfile import SECTIONS, KeyFileError, KeyRoomError
-    from engine.groth16.prove import QUERIES, resident_table
+    from engine.groth16.prove import resident_table
     from engine.groth16.setup import BIG_SECTIONS, device_setup
     from engine.groth16.vkey import verifying_key
     from engine.pipeline.circuits import resolve
@@ -480,10 +480,8 @@ def make_device_key(
     # (the key keeps a fresh empty array: a view would keep the whole allocation), and a GLV or
     # pair table copied the section's points (the key keeps its view of them)
     tables, compacted = {}, []
-    for k in QUERIES:
+    for k in BIG_SECTIONS:  # H first (prove.resident_tables)
         tables[k] = q = resident_table(pk, k, backend)
-        if k not in BIG_SECTIONS:
-            continue
         if q.index is not None:
             compacted.append(k)
             setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))
