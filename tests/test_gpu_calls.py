@@ -156,7 +156,7 @@ def test_a_key_load_takes_the_turn_and_its_stream_when_serial(monkeypatch, calls
             in_stream.clear()
 
     def held() -> bool:
-        return isinstance(state.turn, type(threading.Lock())) and state.turn.locked()
+        return state.turn is not None and state.turn.locked()
 
     monkeypatch.setattr(state, "call_stream", _Stream)
     monkeypatch.setattr(state, "load", lambda path: seen.append(("load", held(), in_stream.is_set())) or 5.0)

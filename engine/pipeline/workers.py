@@ -53,6 +53,7 @@ from engine.pipeline.messages import (
     WorkerFailed,
 )
 from engine.pipeline.shm import Attached, SegmentSpec, segment_path
+from engine.pipeline.turn import Turn
 from kernels.stored import StoredArray
 
 
@@ -217,7 +218,10 @@ class _ProverState:
         self.slots = spec.slots
         self.gpu_calls = spec.gpu_calls
         self.serial = spec.gpu_calls == "serial"
-        self.turn: AbstractContextManager[Any] = threading.Lock() if self.serial else nullcontext()
+        self.turn: Turn | None = Turn() if self.serial else None
+        # B2 (the finalize thread's G2 MSM) takes the turn too, ahead of the next call, when
+        # SEALTOP_B2_TURN=1: measured against B2 beside the other slot's call (docs/PLAN-H-SMALL.md)
+        self.b2_turn = self.serial and os.environ.get("SEALTOP_B2_TURN", "0") == "1"
         # the turn's calls share one stream, so CuPy's pool (per stream) hands each call the
         # blocks the previous one freed (kernels/cuda/stream.py); each slot's own stream else
         self.call_stream: Callable[[], AbstractContextManager[Any]] = nullcontext
@@ -230,10 +234,11 @@ class _ProverState:
         self.unmap_q: queue.Queue = queue.Queue()
 
     @contextmanager
-    def gpu_turn(self) -> Iterator[None]:
+    def gpu_turn(self, first: bool = False) -> Iterator[None]:
         """Hold the prover's turn at the GPU, on the turn's stream (gpu_calls = "serial"; with
-        "parallel" neither): what a call and a key load run inside."""
-        with self.turn, self.call_stream():
+        "parallel" neither): what a call and a key load run inside; ``first`` goes ahead of
+        the slots waiting (the finalize thread's B2)."""
+        with self.turn.hold(first) if self.turn else nullcontext(), self.call_stream():
             yield
 
     def say(self, path: str) -> Callable[[str], None]:
@@ -503,9 +508,10 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
         key, handle, z_att, b_g2, loaded = item.key, item.handle, item.z, item.b_g2, item.pk
         del item  # the handle holds a view of z: every reference must go before z is unmapped
         try:
-            t0 = time.perf_counter()
-            proof = proving.finish(handle, b_g2, loaded)
-            t1 = time.perf_counter()
+            with state.gpu_turn(first=True) if state.b2_turn else nullcontext():
+                t0 = time.perf_counter()
+                proof = proving.finish(handle, b_g2, loaded)
+                t1 = time.perf_counter()
             state.results.put(Proved(state.name, key, proof, _ms(t0, t1)))
         except Exception as exc:
             state.results.put(TaskFailed(state.name, key, _one_line(exc)))

@@ -1,0 +1,86 @@
+"""The GPU turn (engine/pipeline/turn.py): one holder at a time, in the order asked, a ``first``
+asker ahead of the plain ones; and the finalize thread's B2 inside it with SEALTOP_B2_TURN=1."""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+
+import pytest
+
+from engine.pipeline import proving, workers
+from engine.pipeline.turn import Turn
+
+
+def _wait_for(cond, timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.001)
+
+
+def test_the_turn_is_granted_in_order_asked_and_first_goes_ahead() -> None:
+    turn = Turn()
+    order: list[str] = []
+    inside = 0
+    most = 0
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def ask(name: str, first: bool) -> None:
+        nonlocal inside, most
+        with turn.hold(first):
+            with lock:
+                inside += 1
+                most = max(most, inside)
+            order.append(name)
+            if name == "holder":
+                release.wait(5)
+            time.sleep(0.002)
+            with lock:
+                inside -= 1
+
+    names = [f"plain{i}" for i in range(random.randint(2, 5))]
+    firsts = [f"first{i}" for i in range(random.randint(1, 3))]
+    threads = [threading.Thread(target=ask, args=("holder", False))]
+    threads[0].start()
+    _wait_for(lambda: order == ["holder"])
+    asked = names[:1] + firsts[:1] + names[1:] + firsts[1:]  # plain and first interleaved
+    for n, name in enumerate(asked):
+        t = threading.Thread(target=ask, args=(name, name.startswith("first")))
+        t.start()
+        threads.append(t)
+        _wait_for(lambda n=n: turn.waiting() == n + 1)
+    assert turn.locked()
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert order == ["holder", *firsts, *names]
+    assert most == 1 and not turn.locked() and turn.waiting() == 0
+
+
+def test_the_turn_is_given_back_when_the_holder_raises() -> None:
+    turn = Turn()
+    with pytest.raises(RuntimeError), turn.hold():
+        raise RuntimeError("call failed")
+    assert not turn.locked()
+    with turn.hold(first=True):
+        assert turn.locked()
+
+
+@pytest.mark.parametrize("b2_turn", [False, True])
+def test_finalize_runs_b2_inside_the_turn_only_when_asked(monkeypatch, b2_turn: bool) -> None:
+    monkeypatch.setenv("SEALTOP_B2_TURN", "1" if b2_turn else "0")
+    results: queue.Queue = queue.Queue()
+    state = workers._ProverState(workers.ProverSpec("cpu0", "cpu", None, 1, queue.Queue(), results,
+                                                    gpu_calls="serial"))
+    seen: list[bool] = []
+    monkeypatch.setattr(proving, "finish", lambda handle, b_g2, loaded: seen.append(state.turn.locked()) or b"p")
+    state.finalize_q.put(workers._Finish(workers.PartKey(1, 0, 0), object(), None, "gpu", None))
+    state.finalize_q.put(None)
+    workers._finalize_loop(state, 1)
+    assert seen == [b2_turn] and not state.turn.locked()
+    reply = results.get_nowait()
+    assert isinstance(reply, workers.Proved) and reply.proof == b"p"
