@@ -1,5 +1,6 @@
 """The GPU turn (engine/pipeline/turn.py): one holder at a time, in the order asked, a ``first``
-asker ahead of the plain ones; and the finalize thread's B2 inside it with SEALTOP_B2_TURN=1."""
+asker ahead of the plain ones; and the finalize thread's B2 MSM inside it with SEALTOP_B2_TURN=1,
+the proof's assembly after it outside."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import time
 
 import pytest
 
-from engine.pipeline import proving, workers
+from engine.groth16 import prove
+from engine.pipeline import workers
 from engine.pipeline.turn import Turn
 
 
@@ -77,10 +79,11 @@ def test_finalize_runs_b2_inside_the_turn_only_when_asked(monkeypatch, b2_turn: 
     state = workers._ProverState(workers.ProverSpec("cpu0", "cpu", None, 1, queue.Queue(), results,
                                                     gpu_calls="serial"))
     seen: list[bool] = []
-    monkeypatch.setattr(proving, "finish", lambda handle, b_g2, loaded: seen.append(state.turn.locked()) or b"p")
+    monkeypatch.setattr(prove, "prove_b2", lambda handle: seen.append(state.turn.locked()) or "acc")
+    monkeypatch.setattr(prove, "prove_finish", lambda handle, acc: seen.append(state.turn.locked()) or b"p")
     state.finalize_q.put(workers._Finish(workers.PartKey(1, 0, 0), object(), None, "gpu", None))
     state.finalize_q.put(None)
     workers._finalize_loop(state, 1)
-    assert seen == [b2_turn] and not state.turn.locked()
+    assert seen == [b2_turn, False] and not state.turn.locked()  # the assembly outside it
     reply = results.get_nowait()
     assert isinstance(reply, workers.Proved) and reply.proof == b"p"

@@ -212,9 +212,9 @@ def prove_start(
     )
 
 
-def prove_finish(handle: ProveHandle) -> bytes:
-    """The G2 MSM for B, assembly with r and s, and the 192-byte compressed proof."""
-    hd, pk, be = handle, handle.pk, handle.backend
+def prove_b2(handle: ProveHandle) -> Any:
+    """The G2 MSM for B (the finalize half's one large piece of GPU work), fetched."""
+    hd, be = handle, handle.backend
     m0 = be.mark()
     q = hd.tables["b_g2"]
     z = hd.z_placed if hd.z_placed is not None and hd.placed_on == be.name else be.place(hd.z)
@@ -222,6 +222,15 @@ def prove_finish(handle: ProveHandle) -> bytes:
     del z
     hd.z_placed = None  # the device copy of z is not needed after B2
     hd.timings_ms["b2"] = be.elapsed_ms(m0, be.mark())
+    return acc_b2
+
+
+def prove_finish(handle: ProveHandle, acc_b2: Any = None) -> bytes:
+    """The G2 MSM for B (unless ``acc_b2``, prove_b2's result, is given), assembly with r and s,
+    and the 192-byte compressed proof."""
+    hd, pk, be = handle, handle.pk, handle.backend
+    if acc_b2 is None:
+        acc_b2 = prove_b2(handle)
     r, s = hd.r, hd.s
 
     proof_a = be.msm_g1(_rows([pk.alpha_g1[0], hd.acc_a, pk.delta_g1[0]]), _scalar_rows([1, 1, r]))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,16 +226,18 @@ def kernel_timings(handle: Any) -> dict[str, float]:
     return dict(getattr(handle, "timings_ms", {}) or {})
 
 
-def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None) -> bytes:
+def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None,
+           turn: Callable[[], AbstractContextManager[Any]] | None = None) -> bytes:
     """The finalize half: B in G2, assembly with r and s, the 192-byte proof.
 
     b_g2 = "auto" (the default) or "gpu" keeps B2 on the prover's own backend, the faster
     choice measured on the H200 (docs/BENCHMARKS.md).
     With b_g2 = "cpu" on a GPU backend, the G2 MSM and the assembly run on the CPU backend
-    from the memory-mapped key, leaving the GPU to the next partition's kernels."""
+    from the memory-mapped key, leaving the GPU to the next partition's kernels. ``turn``, where
+    given, is held around B2's MSM alone (the prover's GPU turn, SEALTOP_B2_TURN=1)."""
     import dataclasses
 
-    from engine.groth16.prove import prove_finish, resident_tables
+    from engine.groth16.prove import prove_b2, prove_finish, resident_tables
 
     if (b_g2 == "cpu" and key is not None and not key.device_made
             and getattr(handle.backend, "is_device", False)):  # a device key has no host B2
@@ -248,7 +250,9 @@ def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None) -> byt
         handle = dataclasses.replace(
             handle, backend=cpu, tables={**handle.tables, "b_g2": key.cpu_b2}
         )
-    return bytes(prove_finish(handle))
+    with turn() if turn is not None else nullcontext():  # the GPU turn, for B2's MSM only
+        acc_b2 = prove_b2(handle)
+    return bytes(prove_finish(handle, acc_b2))
 
 
 def public_inputs(num_inputs: int, z: Any) -> list[int]:

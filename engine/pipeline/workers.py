@@ -508,10 +508,10 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
         key, handle, z_att, b_g2, loaded = item.key, item.handle, item.z, item.b_g2, item.pk
         del item  # the handle holds a view of z: every reference must go before z is unmapped
         try:
-            with state.gpu_turn(first=True) if state.b2_turn else nullcontext():
-                t0 = time.perf_counter()
-                proof = proving.finish(handle, b_g2, loaded)
-                t1 = time.perf_counter()
+            t0 = time.perf_counter()
+            proof = proving.finish(handle, b_g2, loaded,
+                                   turn=(lambda: state.gpu_turn(first=True)) if state.b2_turn else None)
+            t1 = time.perf_counter()
             state.results.put(Proved(state.name, key, proof, _ms(t0, t1)))
         except Exception as exc:
             state.results.put(TaskFailed(state.name, key, _one_line(exc)))

@@ -404,7 +404,35 @@ def sum_list(group: str, points: Any, idx: Any, m: int, how: str | None = None) 
     return _reduce_all(group, partials, nitems)
 
 
+# SEALTOP_MSM_TRACE=1: every MSM without a caller's stats writes one line to stderr, "msm-trace
+# {json}" (its counts, phases in ms between CUDA events, and the host's wall time around it):
+# how the witness MSMs of a pipeline's real partitions spend their time, against msm_profile's
+# synthetic scalars. It adds one stream synchronize per MSM.
+TRACE = os.environ.get("SEALTOP_MSM_TRACE", "0") == "1"
+
+
 def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
+        **kw: Any) -> Any:
+    """sum_i scalars[i] * points[i] (see :func:`_msm`), traced with SEALTOP_MSM_TRACE=1."""
+    if not TRACE or stats is not None:
+        return _msm(group, points, scalars, window, stats, **kw)
+    import json
+    import sys
+    import time
+
+    st = MsmStats()
+    t0 = time.perf_counter()
+    out = _msm(group, points, scalars, window, st, **kw)
+    wall = (time.perf_counter() - t0) * 1e3
+    line = {"group": group, "n": st.n, "ones": st.ones, "tail": st.tail, "window": st.window, "items": st.items,
+            "sort": st.sort, "accumulate": st.accumulate, "pairs": kw.get("pairs") is not None,
+            "gpu_ms": round(sum(st.extra.values()), 3), "wall_ms": round(wall, 3),
+            "phases": {k: round(v, 3) for k, v in st.extra.items()}}
+    print("msm-trace " + json.dumps(line), file=sys.stderr, flush=True)
+    return out
+
+
+def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
         item_len: int | None = None, accumulate: str | None = None, ones: str | None = None,
         endo: Any | None = None, glv: bool | None = None, sort_runs: bool | None = None,
         sort_two_pass: bool | None = None, ones_acc: str | None = None, pairs: Any | None = None) -> Any:
