@@ -130,6 +130,17 @@ def _rows(points: list[np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(np.stack([np.asarray(p) for p in points]), dtype=np.uint64)
 
 
+def _host(backend: Backend) -> Backend:
+    """Where the assembly's MSMs of 3 to 5 points run: on the host. On a GPU each took 20-150 ms
+    of tiny kernels beside the next partition's call (the H200, docs/BENCHMARKS.md); on the CPU
+    backend the four take ~2 ms."""
+    if not getattr(backend, "is_device", False):
+        return backend
+    from kernels.backend import get_backend
+
+    return get_backend("cpu")
+
+
 def prove_start(
     pk: ProvingKey,
     a: np.ndarray,
@@ -228,10 +239,11 @@ def prove_b2(handle: ProveHandle) -> Any:
 def prove_finish(handle: ProveHandle, acc_b2: Any = None) -> bytes:
     """The G2 MSM for B (unless ``acc_b2``, prove_b2's result, is given), assembly with r and s,
     and the 192-byte compressed proof."""
-    hd, pk, be = handle, handle.pk, handle.backend
+    hd, pk = handle, handle.pk
     if acc_b2 is None:
         acc_b2 = prove_b2(handle)
     r, s = hd.r, hd.s
+    be = _host(handle.backend)
 
     proof_a = be.msm_g1(_rows([pk.alpha_g1[0], hd.acc_a, pk.delta_g1[0]]), _scalar_rows([1, 1, r]))
     proof_b = be.msm_g2(_rows([pk.beta_g2[0], acc_b2, pk.delta_g2[0]]), _scalar_rows([1, 1, s]))
