@@ -94,8 +94,8 @@ def bench_h(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
     return row("h (ntt group)", log_n, "plain", "fused", times["plain"], times["fused"], equal, {"pool_gib": pool_gib})
 
 
-def witness_scalars(n: int) -> Any:
-    """Montgomery scalars: zeros, ones and a few general values in porep-32g's shares."""
+def witness_scalars(n: int, p_one: float = P_ONE, p_general: float = P_GENERAL) -> Any:
+    """Montgomery scalars: zeros, ones (share ``p_one``) and general values (``p_general``)."""
     import cupy as cp
     import numpy as np
 
@@ -104,8 +104,8 @@ def witness_scalars(n: int) -> Any:
 
     u = cp.random.random(n, dtype=cp.float32)
     one = cp.asarray(np.frombuffer((FR_R % R_MOD).to_bytes(32, "little"), "<u8"))
-    S = cp.where((u < P_ONE)[:, None], one[None, :], cp.zeros((1, 4), dtype=cp.uint64)).astype(cp.uint64)
-    gen = cp.flatnonzero(u > 1 - P_GENERAL)
+    S = cp.where((u < p_one)[:, None], one[None, :], cp.zeros((1, 4), dtype=cp.uint64)).astype(cp.uint64)
+    gen = cp.flatnonzero(u > 1 - p_general)
     S[gen] = random_fr_device(int(gen.size))
     return S
 
