@@ -72,6 +72,8 @@
 #                  timed from its submission to its verified proof
 #   pairs_tests    the ones' sums by pairs (kernels/cuda/pairs.py): its GPU tests, the list split's
 #                  beside them, and the MSM and prover tests with SEALTOP_MSM_PAIRS=1
+#   ends_tests     the MSM ends beside the next MSM (msm.Ends): their GPU tests, then the MSM, prover,
+#                  device-key and pairs GPU tests with SEALTOP_MSM_ENDS=side
 #   witness_bench  scripts/witness_bench.py, no GPU: a whole synthetic 32 GiB sector, then one porep-32g
 #                  partition's witness and compact form on $WB_THREADS threads (default 4,8,16); its
 #                  table goes to steps.txt too
@@ -269,6 +271,9 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
         tests/test_cuda_msm_ones.py
       SEALTOP_MSM_PAIRS=1 step pairs_regress 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm.py \
         tests/test_cuda_prove.py tests/test_device_key.py ;;
+    ends_tests) step ends_tests 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_ends.py
+      SEALTOP_MSM_ENDS=side step ends_regress 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm.py \
+        tests/test_cuda_prove.py tests/test_device_key.py tests/test_cuda_msm_pairs.py ;;
     witness_bench) wait_warm; step witness_bench 150 python3 scripts/witness_bench.py --preset porep-32g \
         --threads "${WB_THREADS:-4,8,16}" --repeat 3
       tail -7 "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;

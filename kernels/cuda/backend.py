@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -90,6 +91,7 @@ class CudaBackend:
 
     def __init__(self) -> None:
         self._fixed: dict[tuple[str, bytes], FixedBase] = {}
+        self._local = threading.local()  # per thread: its MSMs' ends not yet joined
 
     # --- capabilities (kernels/backend.py) ------------------------------------------------------
     @staticmethod
@@ -186,7 +188,15 @@ class CudaBackend:
 
     @_on_stream
     def fetch(self, a: Any) -> np.ndarray:
-        return to_host(a) if _is_device(a) else np.asarray(a)
+        if not _is_device(a):
+            return np.asarray(a)
+        return self._fetch_joined(a) if _msm.ENDS == "side" else to_host(a)
+
+    @_on_stream
+    def _fetch_joined(self, a: Any) -> np.ndarray:
+        """to_host on the thread's stream, once it has waited for the MSM ends queued beside it."""
+        self._ends().join()
+        return to_host(a)
 
     def mark(self) -> Any:
         ev = _cp().cuda.Event()
@@ -244,8 +254,17 @@ class CudaBackend:
         if S.shape[0] > P.shape[0]:
             raise ValueError(f"{P.shape[0]} points but {S.shape[0]} scalars")
         held = points if isinstance(points, ResidentPoints) else ResidentPoints(None)
-        out = _msm.msm(group, P, S, endo=held.endo, pairs=held.pairs)[0]
+        # a device result is read through fetch(), which joins the ends queued beside
+        ends = self._ends() if dev and _msm.ENDS == "side" else None
+        out = _msm.msm(group, P, S, endo=held.endo, pairs=held.pairs, ends=ends)[0]
         return _back(out, dev)
+
+    def _ends(self) -> Any:
+        """The calling thread's MSMs whose ends run on its side stream (msm.Ends), not yet joined."""
+        got = getattr(self._local, "ends", None)
+        if got is None:
+            got = self._local.ends = _msm.Ends()
+        return got
 
     def msm_g1(self, points: Any, scalars: np.ndarray) -> np.ndarray:
         return self._msm("g1", points, scalars)

@@ -21,6 +21,7 @@ uint64[n, 4], the result uint64[1, words] affine with infinity all zeros.
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ from kernels.cuda.module import kernel
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
 from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
-from kernels.cuda.stream import settle, to_host
+from kernels.cuda.stream import settle, side_stream, to_host
 
 
 # Buckets per thread in the window reduction: each thread also multiplies its slice's sum by the
@@ -233,6 +234,31 @@ class MsmStats:
     sort: str = "exact"  # "runs" (one pass into fixed runs), "runs2" (two passes), or the exact counting sort
     folded: int = 0  # buckets whose work items were summed before the window slices (msm_fold)
     extra: dict[str, float] = field(default_factory=dict)
+
+
+# SEALTOP_MSM_ENDS=side: the CUDA backend's MSMs on device scalars queue their ends on a side
+# stream (Ends), joined when a result is fetched. A pipeline's witness MSMs spent ~39 ms a
+# partition in those ends on the H200 (docs/BENCHMARKS.md, twelfth round), the card mostly idle.
+ENDS = os.environ.get("SEALTOP_MSM_ENDS", "inline")
+
+
+@dataclass
+class Ends:
+    """MSMs whose ends (bucket sums, window reduction, the one-thread finish: small kernels whose
+    time is latency, not work) were queued on the calling thread's side stream, so the next MSM's
+    kernels fill the card meanwhile. Each entry is the event that marks its ends done and the
+    blocks of the caller's stream they read, kept from reuse until then. :meth:`join` makes the
+    current stream wait for them all: their results are ready there, and the blocks go back."""
+
+    pending: list[tuple[Any, list[Any]]] = field(default_factory=list)
+
+    def join(self) -> None:
+        if not self.pending:
+            return
+        cur = _cp().cuda.get_current_stream()
+        for done, _ in self.pending:
+            cur.wait_event(done)
+        self.pending.clear()
 
 
 def _reduce_all(group: str, arr: Any, count: int, per: int = FAN) -> Any:
@@ -435,7 +461,8 @@ def msm(group: str, points: Any, scalars: Any, window: int | None = None, stats:
 def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats: MsmStats | None = None,
         item_len: int | None = None, accumulate: str | None = None, ones: str | None = None,
         endo: Any | None = None, glv: bool | None = None, sort_runs: bool | None = None,
-        sort_two_pass: bool | None = None, ones_acc: str | None = None, pairs: Any | None = None) -> Any:
+        sort_two_pass: bool | None = None, ones_acc: str | None = None, pairs: Any | None = None,
+        ends: Ends | None = None) -> Any:
     """sum_i scalars[i] * points[i] for device arrays; returns a device uint64[1, words] affine point.
 
     window (bits per digit), item_len (points per accumulation work item), accumulate ("xyzz",
@@ -445,7 +472,9 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     split GLV-wise, with no 0/1 split first (glv forces the split on or off). sort_runs forces the one-pass sort into
     fixed runs (SORT_RUNS) on or off; sort_two_pass sorts into those runs in two passes instead
     (msm_sort2.SORT_TWO_PASS); ones_acc how the "list" split sums the ones (ONES_ACC). pairs: the
-    points' pair table (kernels/cuda/pairs.py), with which the "list" split lists the ones by pairs."""
+    points' pair table (kernels/cuda/pairs.py), with which the "list" split lists the ones by pairs.
+    ends: run the MSM's latency-bound ends on the thread's side stream (see :class:`Ends`); the
+    result is then ready on a stream only after ``ends.join()`` there."""
     cp = _cp()
     if group not in AFFINE_U64:
         raise ValueError(f"unknown group {group!r}")
@@ -601,43 +630,54 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
         del order
     del sorted_, item_start, item_end
     mark("accumulate")
-    sl = slice_len(c)
-    nseg = half // sl if half >= sl else 1
-    segs = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
-    segments = kernel(f"msm_{group}", f"{group}_segments")
-    folded = 0
-    if fold:
-        if fold_plan is not None:
-            folded = msm_fold.fold_items(group, partials, count, fold_plan)
-            del fold_plan
-        segments(_grid(nwin * nseg), (BLOCK,), (partials, count, item_off, np.uint32(L), np.uint32(half), np.uint32(nseg),
-                                                np.uint32(nwin), segs))
-        del partials, count, item_off, nitems
-    else:
-        _reduce_heavy(group, partials, nitems, item_off, count)
-        del nitems
-        buckets = cp.empty((nb, xw), dtype=cp.uint64)
-        kernel(f"msm_{group}", f"{group}_bucket_sum")(_grid(nb), (BLOCK,), (partials, count, item_off, np.uint32(nb), np.uint32(L), buckets))
-        del partials, count, item_off
-        mark("bucket_sum")
-        segments(_grid(nwin * nseg), (BLOCK,), (buckets, np.uint64(0), np.uint64(0), np.uint32(L), np.uint32(half), np.uint32(nseg),
-                                                np.uint32(nwin), segs))
-        del buckets
-    # a tree of FAN-way levels per window (nseg is a power of two, so every level divides it)
-    red = kernel(f"msm_{group}", f"{group}_reduce")
-    wins, cur = segs, nseg
-    while cur > 1:
-        per = min(FAN, cur)
-        nxt = cp.empty((nwin * (cur // per), xw), dtype=cp.uint64)
-        red(_grid(nxt.shape[0]), (BLOCK,), (wins, np.uint64(nwin * cur), np.uint32(per), nxt))
-        wins, cur = nxt, cur // per
-    mark("window_reduce")
-    if HOST_FINISH:
-        row = combine_windows(group, to_host(wins), c, to_host(ones_sum))
-        out[...] = cp.asarray(row.reshape(1, aw))
-    else:
-        finish((1,), (1,), (wins, np.int32(nwin), np.int32(c), ones_sum, out))
-    mark("finish")
+    side = side_stream() if ends is not None else None
+    if side is not None:  # the ends below wait for the accumulation, then run beside what follows
+        ready = cp.cuda.Event()
+        ready.record()
+        side.wait_event(ready)
+        keep = [partials, count, item_off, nitems, ones_sum, fold_plan]  # the caller's stream's blocks they read
+    with side if side is not None else nullcontext():
+        sl = slice_len(c)
+        nseg = half // sl if half >= sl else 1
+        segs = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
+        segments = kernel(f"msm_{group}", f"{group}_segments")
+        folded = 0
+        if fold:
+            if fold_plan is not None:
+                folded = msm_fold.fold_items(group, partials, count, fold_plan)
+                del fold_plan
+            segments(_grid(nwin * nseg), (BLOCK,), (partials, count, item_off, np.uint32(L), np.uint32(half), np.uint32(nseg),
+                                                    np.uint32(nwin), segs))
+            del partials, count, item_off, nitems
+        else:
+            _reduce_heavy(group, partials, nitems, item_off, count)
+            del nitems
+            buckets = cp.empty((nb, xw), dtype=cp.uint64)
+            kernel(f"msm_{group}", f"{group}_bucket_sum")(_grid(nb), (BLOCK,), (partials, count, item_off, np.uint32(nb), np.uint32(L), buckets))
+            del partials, count, item_off
+            mark("bucket_sum")
+            segments(_grid(nwin * nseg), (BLOCK,), (buckets, np.uint64(0), np.uint64(0), np.uint32(L), np.uint32(half), np.uint32(nseg),
+                                                    np.uint32(nwin), segs))
+            del buckets
+        # a tree of FAN-way levels per window (nseg is a power of two, so every level divides it)
+        red = kernel(f"msm_{group}", f"{group}_reduce")
+        wins, cur = segs, nseg
+        while cur > 1:
+            per = min(FAN, cur)
+            nxt = cp.empty((nwin * (cur // per), xw), dtype=cp.uint64)
+            red(_grid(nxt.shape[0]), (BLOCK,), (wins, np.uint64(nwin * cur), np.uint32(per), nxt))
+            wins, cur = nxt, cur // per
+        mark("window_reduce")
+        if HOST_FINISH:
+            row = combine_windows(group, to_host(wins), c, to_host(ones_sum))
+            out[...] = cp.asarray(row.reshape(1, aw))
+        else:
+            finish((1,), (1,), (wins, np.int32(nwin), np.int32(c), ones_sum, out))
+        mark("finish")
+        if side is not None and ends is not None:
+            done = cp.cuda.Event()
+            done.record(side)
+            ends.pending.append((done, keep))
     if stats is not None:
         stats.window, stats.items, stats.item_len = c, total_items, L
         stats.accumulate, stats.slots, stats.folded = how_acc, slots, folded

@@ -79,6 +79,21 @@ def turn_stream(name: str = "turn") -> Iterator[Any]:
         _local.shared = before
 
 
+def side_stream() -> Any:
+    """The calling thread's second stream on the current device (non-blocking, made on first
+    use): for short, latency-bound work queued to run beside its :func:`thread_stream`, ordered
+    against it by events only."""
+    cp = cupy_module()
+    dev = cp.cuda.Device().id
+    sides = getattr(_local, "sides", None)
+    if sides is None:
+        sides = _local.sides = {}
+    st = sides.get(dev)
+    if st is None:
+        st = sides[dev] = cp.cuda.Stream(non_blocking=True)
+    return st
+
+
 def settle() -> None:
     """Wait until the current stream's queued work is done (see the module docstring)."""
     cupy_module().cuda.get_current_stream().synchronize()
