@@ -7,17 +7,12 @@ CPU backend's byte for byte and verifies, while a changed input does not."""
 from __future__ import annotations
 
 import random
-import secrets
 
 import numpy as np
 import pytest
+from gpu_proofs import gpu_proof_equals_cpu_and_verifies
 
-from engine.groth16 import examples
-from engine.groth16.prove import prove
-from engine.groth16.setup import setup
-from engine.groth16.verify import verify
-from engine.groth16.vkey import verifying_key
-from kernels.backend import cuda_unavailable_reason, get_backend
+from kernels.backend import cuda_unavailable_reason
 from kernels.constants import R_MOD
 from kernels.cuda import testing as T
 
@@ -57,13 +52,4 @@ def test_a_proof_with_the_ends_beside_equals_cpu_and_verifies(monkeypatch: pytes
     from kernels.cuda import msm
 
     monkeypatch.setattr(msm, "ENDS", "side")
-    cpu, gpu = get_backend("cpu"), get_backend("cuda")
-    circuit = examples.chain_for_constraints(1 << 11)
-    pk = setup(circuit.r1cs, secrets.token_hex(8), cpu)
-    z = circuit.witness(secrets.randbelow(R_MOD))
-    r, s = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
-    proof = prove(pk, circuit.r1cs, z, gpu, r=r, s=s)
-    assert proof == prove(pk, circuit.r1cs, z, cpu, r=r, s=s)
-    public = examples.public_inputs(circuit.r1cs, z)
-    assert verify(verifying_key(pk), public, proof)
-    assert not verify(verifying_key(pk), [(public[0] + 1) % R_MOD], proof)
+    gpu_proof_equals_cpu_and_verifies(11)

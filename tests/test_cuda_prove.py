@@ -8,6 +8,7 @@ import secrets
 
 import numpy as np
 import pytest
+from gpu_proofs import gpu_proof_equals_cpu_and_verifies
 
 from engine.groth16 import examples
 from engine.groth16.prove import prove
@@ -57,16 +58,7 @@ def test_gpu_proof_with_the_glv_split_of_h_equals_cpu(monkeypatch: pytest.Monkey
     from kernels.cuda import msm
 
     monkeypatch.setattr(msm, "GLV_MIN_TAIL", 64)
-    cpu, gpu = get_backend("cpu"), get_backend("cuda")
-    circuit = examples.chain_for_constraints(1 << 11)
-    pk = setup(circuit.r1cs, secrets.token_hex(8), cpu)
-    z = circuit.witness(secrets.randbelow(R_MOD))
-    r, s = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
-    proof = prove(pk, circuit.r1cs, z, gpu, r=r, s=s)
-    assert proof == prove(pk, circuit.r1cs, z, cpu, r=r, s=s)
-    public = examples.public_inputs(circuit.r1cs, z)
-    assert verify(verifying_key(pk), public, proof)
-    assert not verify(verifying_key(pk), [(public[0] + 1) % R_MOD], proof)
+    gpu_proof_equals_cpu_and_verifies(11)
 
 
 def test_gpu_prove_start_times_each_group_on_the_device_and_threads_overlap_safely() -> None:

@@ -78,12 +78,14 @@ def test_finalize_runs_b2_inside_the_turn_only_when_asked(monkeypatch, b2_turn: 
     results: queue.Queue = queue.Queue()
     state = workers._ProverState(workers.ProverSpec("cpu0", "cpu", None, 1, queue.Queue(), results,
                                                     gpu_calls="serial"))
+    turn = state.turn
+    assert turn is not None  # serial slots share one
     seen: list[bool] = []
-    monkeypatch.setattr(prove, "prove_b2", lambda handle: seen.append(state.turn.locked()) or "acc")
-    monkeypatch.setattr(prove, "prove_finish", lambda handle, acc: seen.append(state.turn.locked()) or b"p")
+    monkeypatch.setattr(prove, "prove_b2", lambda handle: seen.append(turn.locked()) or "acc")
+    monkeypatch.setattr(prove, "prove_finish", lambda handle, acc: seen.append(turn.locked()) or b"p")
     state.finalize_q.put(workers._Finish(workers.PartKey(1, 0, 0), object(), None, "gpu", None))
     state.finalize_q.put(None)
     workers._finalize_loop(state, 1)
-    assert seen == [b2_turn, False] and not state.turn.locked()  # the assembly outside it
+    assert seen == [b2_turn, False] and not turn.locked()  # the assembly outside it
     reply = results.get_nowait()
     assert isinstance(reply, workers.Proved) and reply.proof == b"p"

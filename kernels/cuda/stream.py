@@ -47,14 +47,20 @@ def thread_stream() -> Any:
     shared = getattr(_local, "shared", None)
     if shared is not None:
         return shared
+    return _own_stream("streams", non_blocking=False)
+
+
+def _own_stream(kind: str, non_blocking: bool) -> Any:
+    """The calling thread's stream of ``kind`` on the current device, made on first use."""
     cp = cupy_module()
     dev = cp.cuda.Device().id
-    streams = getattr(_local, "streams", None)
+    streams = getattr(_local, kind, None)
     if streams is None:
-        streams = _local.streams = {}
+        streams = {}
+        setattr(_local, kind, streams)
     st = streams.get(dev)
     if st is None:
-        st = streams[dev] = cp.cuda.Stream(non_blocking=False)
+        st = streams[dev] = cp.cuda.Stream(non_blocking=non_blocking)
     return st
 
 
@@ -83,15 +89,7 @@ def side_stream() -> Any:
     """The calling thread's second stream on the current device (non-blocking, made on first
     use): for short, latency-bound work queued to run beside its :func:`thread_stream`, ordered
     against it by events only."""
-    cp = cupy_module()
-    dev = cp.cuda.Device().id
-    sides = getattr(_local, "sides", None)
-    if sides is None:
-        sides = _local.sides = {}
-    st = sides.get(dev)
-    if st is None:
-        st = sides[dev] = cp.cuda.Stream(non_blocking=True)
-    return st
+    return _own_stream("sides", non_blocking=True)
 
 
 def settle() -> None:
