@@ -39,8 +39,9 @@ def test_msms_with_their_ends_beside_equal_inline_and_arkworks(group: str) -> No
     ends = msm.Ends()
     beside = [msm.msm(group, P, s, ends=ends) for s in S]  # queued back to back, not joined yet
     assert ends.pending  # at least one MSM had a tail, so ends that ran beside
-    ends.join()
-    got = [cp.asnumpy(x) for x in beside]
+    held = ends.join()
+    got = [cp.asnumpy(x) for x in beside]  # the stream synchronized: the ends' blocks may go
+    del held
     assert not ends.pending
     for sc, s, g in zip(cases, S, got):
         assert np.array_equal(g, cp.asnumpy(msm.msm(group, P, s)))

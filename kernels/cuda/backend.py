@@ -194,9 +194,12 @@ class CudaBackend:
 
     @_on_stream
     def _fetch_joined(self, a: Any) -> np.ndarray:
-        """to_host on the thread's stream, once it has waited for the MSM ends queued beside it."""
-        self._ends().join()
-        return to_host(a)
+        """to_host on the thread's stream, once it has waited for the MSM ends queued beside it
+        (their blocks are let go after the copy, when the stream has synchronized)."""
+        held = self._ends().join()
+        out = to_host(a)
+        del held
+        return out
 
     def mark(self) -> Any:
         ev = _cp().cuda.Event()

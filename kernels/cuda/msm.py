@@ -248,17 +248,19 @@ class Ends:
     time is latency, not work) were queued on the calling thread's side stream, so the next MSM's
     kernels fill the card meanwhile. Each entry is the event that marks its ends done and the
     blocks of the caller's stream they read, kept from reuse until then. :meth:`join` makes the
-    current stream wait for them all: their results are ready there, and the blocks go back."""
+    current stream wait for them all, so their results are ready there, and hands back the kept
+    blocks: drop them once that stream has synchronized (or where only that stream reuses them)."""
 
     pending: list[tuple[Any, list[Any]]] = field(default_factory=list)
 
-    def join(self) -> None:
-        if not self.pending:
-            return
+    def join(self) -> list[Any]:
         cur = _cp().cuda.get_current_stream()
-        for done, _ in self.pending:
+        held = []
+        for done, keep in self.pending:
             cur.wait_event(done)
+            held.append(keep)
         self.pending.clear()
+        return held
 
 
 def _reduce_all(group: str, arr: Any, count: int, per: int = FAN) -> Any:
