@@ -41,7 +41,7 @@ class _Inside:
         self.most = 0
         self.witnesses: list[Any] = []
 
-    def __call__(self, pk, a, b, c, z, backend, compact=None) -> object:
+    def __call__(self, pk, a, b, c, z, backend, compact=None, b2=False) -> object:
         with self.cond:
             self.now += 1
             self.most = max(self.most, self.now)
@@ -241,7 +241,10 @@ def test_a_turn_stream_is_one_stream_for_every_thread_inside_it(monkeypatch) -> 
     assert len(made) == 3
 
 
-def test_two_serial_slots_prove_a_job_that_verifies(tmp_path) -> None:
+@pytest.mark.parametrize("b2", ["beside", "call"])
+def test_two_serial_slots_prove_a_job_that_verifies(tmp_path, monkeypatch, b2: str) -> None:
+    """Whichever thread makes B2 (SEALTOP_B2: the finalize thread, or the slot's call)."""
+    monkeypatch.setenv("SEALTOP_B2", b2)  # the prover process is spawned with it
     cfg = EngineConfig(backend="cpu", devices=[], partition_workers=2, gpu_channel_capacity=2,
                        gpu_slots_per_device=2, gpu_calls="serial", param_cache=str(tmp_path),
                        sample_interval_s=0.05, abc_eval="gpu")

@@ -241,3 +241,19 @@ def test_a_device_prover_assembles_the_proof_on_the_host(small, backend) -> None
     assert proof == prove_finish(prove_start(pk, a, b, c, z, backend, r=r, s=s))
     assert verify(small["vk"], small["public"], proof)
     assert not verify(small["vk"], [(small["public"][0] + 1) % R_MOD], proof)
+
+
+def test_b2_made_in_the_start_half_gives_the_same_proof(small, backend) -> None:
+    """prove_start(b2=True) makes B2's MSM itself (the call's, SEALTOP_B2=call): the finish half
+    has only the assembly left, and the proof is the one made with B2 in the finish."""
+    circuit, pk, z = small["circuit"], small["pk"], small["z"]
+    a, b, c = evaluate(circuit.r1cs, z)
+    r, s = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+    h = prove_start(pk, a, b, c, z, backend, r=r, s=s, b2=True)
+    assert h.acc_b2 is not None and "b2" in h.timings_ms and h.z_placed is None
+    dev = _DeviceLike(backend)
+    h.backend = dev
+    proof = prove_finish(h)
+    assert dev.sizes == []  # nothing left for the backend: B2 was made, the assembly is the host's
+    assert proof == prove_finish(prove_start(pk, a, b, c, z, backend, r=r, s=s))
+    assert verify(small["vk"], small["public"], proof)

@@ -1,5 +1,5 @@
 """The GPU turn (engine/pipeline/turn.py): one holder at a time, in the order asked, a ``first``
-asker ahead of the plain ones; and the finalize thread's B2 MSM inside it with SEALTOP_B2_TURN=1,
+asker ahead of the plain ones; and the finalize thread's B2 MSM inside it with SEALTOP_B2=turn,
 the proof's assembly after it outside."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_the_turn_is_given_back_when_the_holder_raises() -> None:
 
 @pytest.mark.parametrize("b2_turn", [False, True])
 def test_finalize_runs_b2_inside_the_turn_only_when_asked(monkeypatch, b2_turn: bool) -> None:
-    monkeypatch.setenv("SEALTOP_B2_TURN", "1" if b2_turn else "0")
+    monkeypatch.setenv("SEALTOP_B2", "turn" if b2_turn else "beside")
     results: queue.Queue = queue.Queue()
     state = workers._ProverState(workers.ProverSpec("cpu0", "cpu", None, 1, queue.Queue(), results,
                                                     gpu_calls="serial"))
@@ -89,3 +89,18 @@ def test_finalize_runs_b2_inside_the_turn_only_when_asked(monkeypatch, b2_turn: 
     assert seen == [b2_turn, False] and not turn.locked()  # the assembly outside it
     reply = results.get_nowait()
     assert isinstance(reply, workers.Proved) and reply.proof == b"p"
+
+
+def test_an_unknown_b2_mode_stops_the_prover_with_one_line(monkeypatch) -> None:
+    monkeypatch.setenv("SEALTOP_B2", "sideways")
+    with pytest.raises(ValueError, match="SEALTOP_B2 is 'sideways'; it takes one of beside, turn, call"):
+        workers._ProverState(workers.ProverSpec("cpu0", "cpu", None, 1, queue.Queue(), queue.Queue()))
+
+
+@pytest.mark.parametrize("mode,b_g2,want", [("call", "gpu", True), ("call", "cpu", False), ("beside", "gpu", False),
+                                            ("turn", "auto", False)])
+def test_only_b2_call_makes_b2_in_the_slot(monkeypatch, mode: str, b_g2: str, want: bool) -> None:
+    monkeypatch.setenv("SEALTOP_B2", mode)
+    state = workers._ProverState(workers.ProverSpec("cpu0", "cpu", None, 1, queue.Queue(), queue.Queue(),
+                                                    gpu_calls="serial"))
+    assert workers._b2_in_call(state, b_g2) is want

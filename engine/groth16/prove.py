@@ -69,6 +69,7 @@ class ProveHandle:
     timings_ms: dict[str, float] = field(default_factory=dict)
     z_placed: Any = None  # z where ``placed_on`` computes, reused by the B2 MSM
     placed_on: str = ""
+    acc_b2: Any = None  # Σ z_j B2_j (G2 row) when prove_start made it (b2=True)
 
 
 def evaluate(r1cs: R1CS, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -152,8 +153,10 @@ def prove_start(
     s: int | None = None,
     tables: dict[str, Query] | None = None,
     compact: tuple[Any, Any] | None = None,
+    b2: bool = False,
 ) -> ProveHandle:
-    """H on a coset, then the G1 MSMs (H, A, B1, L). r and s default to fresh randomness.
+    """H on a coset, then the G1 MSMs (H, A, B1, L), and with ``b2`` the G2 MSM of B too (then
+    prove_finish has only the assembly left). r and s default to fresh randomness.
     a, b, c and z may be numpy arrays or kernels.stored.StoredArray (read by backend.place).
 
     ``compact`` = (resident compact matrices, compact witness) (engine.groth16.resident;
@@ -202,8 +205,19 @@ def prove_start(
     acc_a = msm(tables["a"], z_d)
     acc_b1 = msm(tables["b_g1"], z_d)
     acc_l = msm(tables["l"], z_d[ni:])
+    acc_b2: Any = None
+    b2_marks: list[Any] = []
+    if b2:
+        q = tables["b_g2"]
+        b2_marks.append(backend.mark())
+        acc_b2 = backend.msm_g2(q.points, q.scalars(z_d))
+        b2_marks.append(backend.mark())
+        z_d = None  # B2 was its last reader
     acc_h, acc_a, acc_b1, acc_l = (backend.fetch(x) for x in (acc_h, acc_a, acc_b1, acc_l))
     tm = {g: backend.elapsed_ms(t0, t1) for g, t0, t1 in zip(groups, marks, marks[1:])}
+    if b2:
+        acc_b2 = np.asarray(backend.fetch(acc_b2))
+        tm["b2"] = backend.elapsed_ms(*b2_marks)
     g_n = pow(FR_COSET_SHIFT, n, R_MOD)
     return ProveHandle(
         pk=pk,
@@ -220,12 +234,16 @@ def prove_start(
         timings_ms=tm,
         z_placed=z_d,
         placed_on=backend.name,
+        acc_b2=acc_b2,
     )
 
 
 def prove_b2(handle: ProveHandle) -> Any:
-    """The G2 MSM for B (the finalize half's one large piece of GPU work), fetched."""
+    """The G2 MSM for B (the finalize half's one large piece of GPU work), fetched; the one
+    prove_start made, where it did."""
     hd, be = handle, handle.backend
+    if hd.acc_b2 is not None:
+        return hd.acc_b2
     m0 = be.mark()
     q = hd.tables["b_g2"]
     z = hd.z_placed if hd.z_placed is not None and hd.placed_on == be.name else be.place(hd.z)

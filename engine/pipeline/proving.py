@@ -211,14 +211,15 @@ def load_key(path: str, backend: Any) -> LoadedKey:
 
 
 def start(key: LoadedKey, a: Any, b: Any, c: Any, z: Any, backend: Any,
-          compact: tuple[Any, Any] | None = None) -> Any:
-    """The GPU half: H on a coset and the G1 MSMs; a, b, c may be freed when it returns.
+          compact: tuple[Any, Any] | None = None, b2: bool = False) -> Any:
+    """The GPU half: H on a coset and the G1 MSMs (and B2's G2 MSM with ``b2``); a, b, c may be
+    freed when it returns.
     Each input is a numpy array or a StoredArray that the backend reads from its file.
     ``compact`` (abc_eval = "gpu"): (resident compact matrices, compact witness) instead of
     a, b, c (engine.groth16.prove.prove_start)."""
     from engine.groth16.prove import prove_start
 
-    return prove_start(key.pk, a, b, c, z, backend, tables=key.tables, compact=compact)
+    return prove_start(key.pk, a, b, c, z, backend, tables=key.tables, compact=compact, b2=b2)
 
 
 def kernel_timings(handle: Any) -> dict[str, float]:
@@ -234,7 +235,8 @@ def finish(handle: Any, b_g2: str = "auto", key: LoadedKey | None = None,
     choice measured on the H200 (docs/BENCHMARKS.md).
     With b_g2 = "cpu" on a GPU backend, the G2 MSM and the assembly run on the CPU backend
     from the memory-mapped key, leaving the GPU to the next partition's kernels. ``turn``, where
-    given, is held around B2's MSM alone (the prover's GPU turn, SEALTOP_B2_TURN=1)."""
+    given, is held around B2's MSM alone (the prover's GPU turn, SEALTOP_B2=turn); a handle
+    whose call made B2 already (SEALTOP_B2=call) has only the assembly left."""
     import dataclasses
 
     from engine.groth16.prove import prove_b2, prove_finish, resident_tables

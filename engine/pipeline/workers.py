@@ -198,6 +198,9 @@ class ProverSpec:
     gpu_calls: str = "parallel"
 
 
+B2_MODES = ("beside", "turn", "call")
+
+
 class _ProverState:
     """What one prover process holds: the backend, loaded keys, the finalize queue and the
     turn at the GPU (a lock the slots take around their call with gpu_calls = "serial", a null
@@ -219,9 +222,14 @@ class _ProverState:
         self.gpu_calls = spec.gpu_calls
         self.serial = spec.gpu_calls == "serial"
         self.turn: Turn | None = Turn() if self.serial else None
-        # B2 (the finalize thread's G2 MSM) takes the turn too, ahead of the next call, when
-        # SEALTOP_B2_TURN=1: measured against B2 beside the other slot's call (docs/PLAN-H-SMALL.md)
-        self.b2_turn = self.serial and os.environ.get("SEALTOP_B2_TURN", "0") == "1"
+        # Where B2's G2 MSM runs on the prover's backend (SEALTOP_B2): "beside", in the finalize
+        # thread beside the next call; "turn", there but holding the turn (serial slots), ahead
+        # of the next call; "call", at the end of the slot's own call. Measured against each
+        # other on the H200 (docs/PLAN-H-SMALL.md); "beside" until one is shown faster.
+        self.b2 = os.environ.get("SEALTOP_B2", "beside")
+        if self.b2 not in B2_MODES:
+            raise ValueError(f"SEALTOP_B2 is {self.b2!r}; it takes one of {', '.join(B2_MODES)}")
+        self.b2_turn = self.serial and self.b2 == "turn"
         # the turn's calls share one stream, so CuPy's pool (per stream) hands each call the
         # blocks the previous one freed (kernels/cuda/stream.py); each slot's own stream else
         self.call_stream: Callable[[], AbstractContextManager[Any]] = nullcontext
@@ -355,7 +363,7 @@ def _slot_loop(state: _ProverState, tasks: Any, slot: int) -> None:
             trace.stamp("attach")
             handle, wait_ms, call_ms = _take_turn(state, trace, proving.start, pk, inputs["a"],
                                                   inputs["b"], inputs["c"], inputs["z"],
-                                                  state.backend)
+                                                  state.backend, b2=_b2_in_call(state, task.b_g2))
             timings = dict(proving.kernel_timings(handle))
             timings["gpu_call"], timings["gpu_wait"] = call_ms, wait_ms
             if prover_trace.ENABLED:
@@ -418,7 +426,8 @@ def _prove_compact(state: _ProverState, task: ProveTask, pk: Any, trace: Any, t_
     placed = resident.place_witness(w, state.backend) if state.serial else w
     trace.stamp("attach")
     handle, wait_ms, call_ms = _take_turn(state, trace, proving.start, pk, None, None, None,
-                                          host_z, state.backend, compact=(rc, placed))
+                                          host_z, state.backend, compact=(rc, placed),
+                                          b2=_b2_in_call(state, task.b_g2))
     timings = dict(proving.kernel_timings(handle))
     timings["gpu_call"], timings["gpu_wait"] = call_ms, wait_ms
     del w, words, placed  # views of the mapping (the unmap thread drops it next), the upload
@@ -470,6 +479,11 @@ def _pass_on(state: _ProverState, task: ProveTask, handle: Any, abc: list[Attach
     state.unmap_q.put(_Unmap(task.key, abc))
     state.finalize_q.put(_Finish(task.key, handle, z, task.b_g2, pk))
     trace.emit()
+
+
+def _b2_in_call(state: _ProverState, b_g2: str) -> bool:
+    """Whether the slot's call makes B2 too (SEALTOP_B2=call, B2 on the prover's own backend)."""
+    return state.b2 == "call" and b_g2 != "cpu"
 
 
 def _reads_segment(state: _ProverState, name: str, b_g2: str) -> bool:
