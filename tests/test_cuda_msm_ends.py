@@ -1,8 +1,9 @@
 """An MSM's ends on the side stream (msm.Ends, SEALTOP_MSM_ENDS=side): several MSMs queued one
 after another, each with its ends beside the next one's work, give after the join exactly what
 each gives inline and what arkworks gives (G1 and G2, tails large enough for bucket sums, a
-scalar vector with no tail); and a proof made on the CUDA backend with the ends beside equals the
-CPU backend's byte for byte and verifies, while a changed input does not."""
+scalar vector with no tail); a proof made on the CUDA backend with the ends beside equals the CPU
+backend's byte for byte and verifies, while a changed input does not; and so does one whose B2
+the GPU half made (SEALTOP_B2=call), with the ends inline or beside."""
 
 from __future__ import annotations
 
@@ -54,3 +55,30 @@ def test_a_proof_with_the_ends_beside_equals_cpu_and_verifies(monkeypatch: pytes
 
     monkeypatch.setattr(msm, "ENDS", "side")
     gpu_proof_equals_cpu_and_verifies(11)
+
+
+@pytest.mark.parametrize("ends", ["inline", "side"])
+def test_b2_in_the_gpu_call_gives_the_cpu_proof(monkeypatch: pytest.MonkeyPatch, ends: str) -> None:
+    """SEALTOP_B2=call's path: prove_start makes B2 on the GPU (its ends beside the others with
+    "side"); the proof is the CPU's for the same r, s and verifies."""
+    import secrets
+
+    from engine.groth16 import examples
+    from engine.groth16.prove import evaluate, prove, prove_finish, prove_start
+    from engine.groth16.setup import setup
+    from engine.groth16.verify import verify
+    from engine.groth16.vkey import verifying_key
+    from kernels.backend import get_backend
+    from kernels.cuda import msm
+
+    monkeypatch.setattr(msm, "ENDS", ends)
+    cpu, gpu = get_backend("cpu"), get_backend("cuda")
+    circuit = examples.chain_for_constraints(1 << 10)
+    pk = setup(circuit.r1cs, secrets.token_hex(8), cpu)
+    z = circuit.witness(secrets.randbelow(R_MOD))
+    a, b, c = evaluate(circuit.r1cs, z)
+    r, s = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+    proof = prove_finish(prove_start(pk, a, b, c, z, gpu, r=r, s=s, b2=True))
+    assert proof == prove(pk, circuit.r1cs, z, cpu, r=r, s=s)
+    public = examples.public_inputs(circuit.r1cs, z)
+    assert verify(verifying_key(pk), public, proof)
