@@ -72,7 +72,7 @@
 #                  timed from its submission to its verified proof
 #   pairs_tests    the ones' sums by pairs (kernels/cuda/pairs.py): its GPU tests, the list split's
 #                  beside them, and the MSM and prover tests with SEALTOP_MSM_PAIRS=1
-#   ends_tests     the MSM ends beside the next MSM (msm.Ends): their GPU tests, then the MSM, prover,
+#   ends_tests     the MSM ends beside the next MSM (msm_ends.Ends): their GPU tests, then the MSM, prover,
 #                  device-key and pairs GPU tests with SEALTOP_MSM_ENDS=side
 #   witness_bench  scripts/witness_bench.py, no GPU: a whole synthetic 32 GiB sector, then one porep-32g
 #                  partition's witness and compact form on $WB_THREADS threads (default 4,8,16); its

@@ -1,4 +1,4 @@
-"""An MSM's ends on the side stream (msm.Ends, SEALTOP_MSM_ENDS=side): several MSMs queued one
+"""An MSM's ends on the side stream (msm_ends.Ends, SEALTOP_MSM_ENDS=side): several MSMs queued one
 after another, each with its ends beside the next one's work, give after the join exactly what
 each gives inline and what arkworks gives (G1 and G2, tails large enough for bucket sums, a
 scalar vector with no tail); a proof made on the CUDA backend with the ends beside equals the CPU
@@ -29,7 +29,7 @@ def _scalars(n: int, general: float, rng: random.Random) -> list[int]:
 def test_msms_with_their_ends_beside_equal_inline_and_arkworks(group: str) -> None:
     import cupy as cp
 
-    from kernels.cuda import msm
+    from kernels.cuda import msm, msm_ends
 
     rng = random.Random()
     n = 3000 if group == "g1" else 900
@@ -37,7 +37,7 @@ def test_msms_with_their_ends_beside_equal_inline_and_arkworks(group: str) -> No
     P = cp.asarray(T.ark_to_words(group, pts))
     cases = [_scalars(n, g, rng) for g in (0.3, 1.0, 0.02, 0.0)] + [[rng.randrange(R_MOD) for _ in range(n)]]
     S = [cp.asarray(T.fr_words(sc)) for sc in cases]
-    ends = msm.Ends()
+    ends = msm_ends.Ends()
     beside = [msm.msm(group, P, s, ends=ends) for s in S]  # queued back to back, not joined yet
     assert ends.pending  # at least one MSM had a tail, so ends that ran beside
     held = ends.join()
@@ -51,9 +51,9 @@ def test_msms_with_their_ends_beside_equal_inline_and_arkworks(group: str) -> No
 
 
 def test_a_proof_with_the_ends_beside_equals_cpu_and_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernels.cuda import msm
+    from kernels.cuda import msm_ends
 
-    monkeypatch.setattr(msm, "ENDS", "side")
+    monkeypatch.setattr(msm_ends, "ENDS", "side")
     gpu_proof_equals_cpu_and_verifies(11)
 
 
@@ -69,9 +69,9 @@ def test_b2_in_the_gpu_call_gives_the_cpu_proof(monkeypatch: pytest.MonkeyPatch,
     from engine.groth16.verify import verify
     from engine.groth16.vkey import verifying_key
     from kernels.backend import get_backend
-    from kernels.cuda import msm
+    from kernels.cuda import msm_ends
 
-    monkeypatch.setattr(msm, "ENDS", ends)
+    monkeypatch.setattr(msm_ends, "ENDS", ends)
     cpu, gpu = get_backend("cpu"), get_backend("cuda")
     circuit = examples.chain_for_constraints(1 << 10)
     pk = setup(circuit.r1cs, secrets.token_hex(8), cpu)

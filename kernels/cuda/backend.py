@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from kernels.cuda import msm as _msm
+from kernels.cuda import msm_ends as _ends
 from kernels.cuda import ntt as _ntt
 from kernels.cuda import pairs as _pairs
 from kernels.cuda.fixed_base import FixedBase
@@ -190,7 +191,7 @@ class CudaBackend:
     def fetch(self, a: Any) -> np.ndarray:
         if not _is_device(a):
             return np.asarray(a)
-        return self._fetch_joined(a) if _msm.ENDS == "side" else to_host(a)
+        return self._fetch_joined(a) if _ends.ENDS == "side" else to_host(a)
 
     @_on_stream
     def _fetch_joined(self, a: Any) -> np.ndarray:
@@ -258,15 +259,15 @@ class CudaBackend:
             raise ValueError(f"{P.shape[0]} points but {S.shape[0]} scalars")
         held = points if isinstance(points, ResidentPoints) else ResidentPoints(None)
         # a device result is read through fetch(), which joins the ends queued beside
-        ends = self._ends() if dev and _msm.ENDS == "side" else None
+        ends = self._ends() if dev and _ends.ENDS == "side" else None
         out = _msm.msm(group, P, S, endo=held.endo, pairs=held.pairs, ends=ends)[0]
         return _back(out, dev)
 
     def _ends(self) -> Any:
-        """The calling thread's MSMs whose ends run on its side stream (msm.Ends), not yet joined."""
+        """The calling thread's MSMs whose ends run on its side stream (msm_ends.Ends), not yet joined."""
         got = getattr(self._local, "ends", None)
         if got is None:
-            got = self._local.ends = _msm.Ends()
+            got = self._local.ends = _ends.Ends()
         return got
 
     def msm_g1(self, points: Any, scalars: np.ndarray) -> np.ndarray:

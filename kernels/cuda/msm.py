@@ -39,6 +39,7 @@ from kernels.cuda.glv import (
     glv_dense,
 )
 from kernels.cuda.module import kernel
+from kernels.cuda.msm_ends import Ends
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
 from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
@@ -234,33 +235,6 @@ class MsmStats:
     sort: str = "exact"  # "runs" (one pass into fixed runs), "runs2" (two passes), or the exact counting sort
     folded: int = 0  # buckets whose work items were summed before the window slices (msm_fold)
     extra: dict[str, float] = field(default_factory=dict)
-
-
-# SEALTOP_MSM_ENDS=side: the CUDA backend's MSMs on device scalars queue their ends on a side
-# stream (Ends), joined when a result is fetched. A pipeline's witness MSMs spent ~39 ms a
-# partition in those ends on the H200 (docs/BENCHMARKS.md, twelfth round), the card mostly idle.
-ENDS = os.environ.get("SEALTOP_MSM_ENDS", "inline")
-
-
-@dataclass
-class Ends:
-    """MSMs whose ends (bucket sums, window reduction, the one-thread finish: small kernels whose
-    time is latency, not work) were queued on the calling thread's side stream, so the next MSM's
-    kernels fill the card meanwhile. Each entry is the event that marks its ends done and the
-    blocks of the caller's stream they read, kept from reuse until then. :meth:`join` makes the
-    current stream wait for them all, so their results are ready there, and hands back the kept
-    blocks: drop them once that stream has synchronized (or where only that stream reuses them)."""
-
-    pending: list[tuple[Any, list[Any]]] = field(default_factory=list)
-
-    def join(self) -> list[Any]:
-        cur = _cp().cuda.get_current_stream()
-        held = []
-        for done, keep in self.pending:
-            cur.wait_event(done)
-            held.append(keep)
-        self.pending.clear()
-        return held
 
 
 def _reduce_all(group: str, arr: Any, count: int, per: int = FAN) -> Any:

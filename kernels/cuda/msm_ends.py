@@ -1,0 +1,39 @@
+"""An MSM's ends beside the next MSM: the bucket sums, the window reduction and the one-thread
+finish (small kernels whose time is latency, not work) queued on the calling thread's side
+stream (kernels/cuda/stream.py side_stream), after an event on its own, so that the next MSM's
+kernels fill the card meanwhile. msm.msm takes an :class:`Ends` to do so.
+
+SEALTOP_MSM_ENDS=side makes the CUDA backend pass one for every MSM on device scalars and join
+it when a result is fetched. A pipeline's witness MSMs spent ~39 ms a partition in their ends on
+the H200 (docs/BENCHMARKS.md, twelfth round), the card mostly idle; off until measured.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernels.cuda.stream import cupy_module as _cp
+
+ENDS = os.environ.get("SEALTOP_MSM_ENDS", "inline")
+
+
+@dataclass
+class Ends:
+    """MSMs whose ends were queued on the calling thread's side stream: each entry is the event
+    that marks its ends done and the blocks of the caller's stream they read, kept from reuse
+    until then. :meth:`join` makes the
+    current stream wait for them all, so their results are ready there, and hands back the kept
+    blocks: drop them once that stream has synchronized (or where only that stream reuses them)."""
+
+    pending: list[tuple[Any, list[Any]]] = field(default_factory=list)
+
+    def join(self) -> list[Any]:
+        cur = _cp().cuda.get_current_stream()
+        held = []
+        for done, keep in self.pending:
+            cur.wait_event(done)
+            held.append(keep)
+        self.pending.clear()
+        return held
