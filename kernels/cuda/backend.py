@@ -191,12 +191,8 @@ class CudaBackend:
     def fetch(self, a: Any) -> np.ndarray:
         if not _is_device(a):
             return np.asarray(a)
-        return self._fetch_joined(a) if _ends.ENDS == "side" else to_host(a)
-
-    @_on_stream
-    def _fetch_joined(self, a: Any) -> np.ndarray:
-        """to_host on the thread's stream, once it has waited for the MSM ends queued beside it
-        (their blocks are let go after the copy, when the stream has synchronized)."""
+        # the stream waits for the MSM ends queued beside it (none unless SEALTOP_MSM_ENDS=side);
+        # their blocks go once the copy has synchronized it
         held = self._ends().join()
         out = to_host(a)
         del held
