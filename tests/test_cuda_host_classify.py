@@ -91,10 +91,12 @@ def test_classes_lists_and_canonical_values(lib: ctypes.CDLL, n: int) -> None:
     assert cls.tolist() == want_cls
     assert ones.tolist() == [i for i, c in enumerate(want_cls) if c == 1]
     assert others.tolist() == [i for i, c in enumerate(want_cls) if c == 2]
-    for i in others:  # the canonical integer of each other value, at its index
-        assert int.from_bytes(canon[i].tobytes(), "little") == vals[i]
+    for k, i in enumerate(others):  # the canonical integer of each other value, beside its index
+        assert int.from_bytes(canon[k].tobytes(), "little") == vals[i]
+    assert (canon[len(others):] == 0xDEADBEEF).all()  # m rows written, no more
     # every value is accounted for: 0, 1, or its canonical integer
-    got = [1 if c == 1 else 0 if c == 0 else int.from_bytes(canon[i].tobytes(), "little") for i, c in enumerate(cls)]
+    row = {int(i): k for k, i in enumerate(others)}
+    got = [1 if c == 1 else 0 if c == 0 else int.from_bytes(canon[row[i]].tobytes(), "little") for i, c in enumerate(cls)]
     assert got == vals
 
 
@@ -121,7 +123,7 @@ def test_the_ones_listed_by_pairs(lib: ctypes.CDLL, n: int) -> None:
     _, plain_ones, plain_others, plain_canon = split(lib, s)
     assert ones.tolist() == _pair_model(cls.tolist(), base)
     assert others.tolist() == plain_others.tolist()
-    assert np.array_equal(canon[others], plain_canon[plain_others])
+    assert np.array_equal(canon[: len(others)], plain_canon[: len(plain_others)])
     covered = sorted(i for e in ones.tolist() for i in ((2 * (e - base), 2 * (e - base) + 1) if e >= base else (e,)))
     assert covered == plain_ones.tolist()
     assert len(ones) <= len(plain_ones)
@@ -153,7 +155,7 @@ class _NumpyAsCupy:
 def test_split_list_sums_exactly_the_ones(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
     """Points stand for integers mod 2^64 (word 0), so a "sum" names the set of points added:
     the ones' sum is the sum over exactly the class-1 indices, each once; a missed item is seen."""
-    from kernels.cuda import msm
+    from kernels.cuda import msm, msm_tree
 
     def ptr(a: Any) -> Any:
         return a.ctypes.data if isinstance(a, np.ndarray) else int(a)
@@ -184,8 +186,9 @@ def test_split_list_sums_exactly_the_ones(lib: ctypes.CDLL, monkeypatch: pytest.
 
         return launch
 
-    monkeypatch.setattr(msm, "kernel", kern)
-    monkeypatch.setattr(msm, "_cp", lambda: _NumpyAsCupy)
+    for mod in (msm, msm_tree):  # the split, and the tree that sums the ones' partials
+        monkeypatch.setattr(mod, "kernel", kern)
+        monkeypatch.setattr(mod, "_cp", lambda: _NumpyAsCupy)
     monkeypatch.setattr(msm, "to_host", np.asarray)
     monkeypatch.setattr(msm, "TARGET_ITEMS", 37)  # many items, a short last one
     n = 2 * TILE + 999

@@ -107,7 +107,7 @@ def two_pass(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, vals: list[int],
     fake_device(monkeypatch, lib, rng)
     wbase, wcap, wnb, total = lay
     nwin = len(wnb)
-    canon = words(vals)
+    canon = words([vals[p] for p in idx] if idx is not None else vals)  # row t: entry t's scalar
     idx_arg: Any = np.array(idx, np.uint32) if idx is not None else np.uint64(0)
     m = len(idx) if idx is not None else len(vals)
     count = np.zeros(nwin << (c - 1), np.uint32)

@@ -1,7 +1,7 @@
 """An MSM's ends on the side stream (msm_ends.Ends, SEALTOP_MSM_ENDS=side): several MSMs queued one
 after another, each with its ends beside the next one's work, give after the join exactly what
-each gives inline and what arkworks gives (G1 and G2, tails large enough for bucket sums, a
-scalar vector with no tail); a proof made on the CUDA backend with the ends beside equals the CPU
+each gives inline and what arkworks gives (G1 and G2, tails large enough for bucket sums, heavy
+buckets folded by a tree, a scalar vector with no tail); a proof made on the CUDA backend with the ends beside equals the CPU
 backend's byte for byte and verifies, while a changed input does not; and so does one whose B2
 the GPU half made (SEALTOP_B2=call), with the ends inline or beside."""
 
@@ -36,6 +36,8 @@ def test_msms_with_their_ends_beside_equal_inline_and_arkworks(group: str) -> No
     pts = T.random_points(group, n, rng)
     P = cp.asarray(T.ark_to_words(group, pts))
     cases = [_scalars(n, g, rng) for g in (0.3, 1.0, 0.02, 0.0)] + [[rng.randrange(R_MOD) for _ in range(n)]]
+    v = rng.randrange(2, R_MOD)  # one value in every scalar but a few: each window's bucket is heavy
+    cases.append([v if i % 97 else rng.randrange(R_MOD) for i in range(n)])
     S = [cp.asarray(T.fr_words(sc)) for sc in cases]
     ends = msm_ends.Ends()
     beside = [msm.msm(group, P, s, ends=ends) for s in S]  # queued back to back, not joined yet

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from kernels.cuda import msm
+from kernels.cuda import msm, msm_tree
 
 
 def test_top_window_bits_matches_counting() -> None:
@@ -69,14 +69,14 @@ def test_reduce_segments_index_arithmetic(monkeypatch) -> None:  # type: ignore[
 
         def launch(grid, block, args):  # type: ignore[no-untyped-def]
             arr, gs, gl, ng, out = args
-            assert int(gl.max(initial=0)) <= msm.FAN
+            assert int(gl.max(initial=0)) <= msm_tree.FAN
             for g in range(int(ng)):
                 out[g] = arr[gs[g] : gs[g] + gl[g]].sum()
 
         return launch
 
-    monkeypatch.setattr(msm, "_cp", lambda: FakeCp)
-    monkeypatch.setattr(msm, "kernel", fake_kernel)
+    monkeypatch.setattr(msm_tree, "_cp", lambda: FakeCp)
+    monkeypatch.setattr(msm_tree, "kernel", fake_kernel)
     rng = np.random.default_rng()
     for _ in range(50):
         n = int(rng.integers(1, 5000))
@@ -84,9 +84,9 @@ def test_reduce_segments_index_arithmetic(monkeypatch) -> None:  # type: ignore[
         k = int(rng.integers(1, 30))
         starts = rng.integers(0, n, k)
         lens = np.minimum(rng.integers(0, 3000, k), n - starts)
-        got = msm.reduce_segments("g1", arr, starts, lens)
+        got = msm_tree.reduce_segments("g1", arr, starts, lens)
         want = [int(arr[a : a + b].sum()) for a, b in zip(starts, lens)]
         assert [int(x) for x in got] == want
     # a wrong grouping would be caught: one segment off by one element
-    got = msm.reduce_segments("g1", np.arange(100), np.array([10]), np.array([50]))
+    got = msm_tree.reduce_segments("g1", np.arange(100), np.array([10]), np.array([50]))
     assert int(got[0]) == sum(range(10, 60)) != sum(range(10, 61))

@@ -40,6 +40,7 @@ from kernels.cuda.glv import (
 )
 from kernels.cuda.module import kernel
 from kernels.cuda.msm_ends import Ends
+from kernels.cuda.msm_tree import FAN, fold_heavy, heavy_buckets, reduce_all
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
 from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
@@ -50,18 +51,9 @@ from kernels.cuda.stream import settle, side_stream, to_host
 # slice's offset (about log2(offset) doublings), so wide windows take longer slices.
 def slice_len(c: int) -> int:
     return 16 if c <= 16 else 32
-# A bucket cut into more work items than HEAVY_ITEMS has its item sums added by a tree instead
-# of serially by one thread: with signed digits the top window often holds only a few bits (or
-# only the carry), so a handful of its buckets receive a large share of all points, and repeated
-# scalars do the same in every window. One thread's chain of XYZZ additions runs at latency, not
-# throughput: the 2026-12-01 phase times on the H200 put it near 18 us an addition (the window
-# reduction at c = 20 ended in 13 threads of 1024 additions each, 46 ms; nine heavy buckets
-# reduced one after another by 64-way levels, 11 ms at 2^20). So every tree adds at most FAN
-# terms per thread per level, and all heavy buckets go through each level together
-# (reduce_segments).
+# A bucket cut into more work items than HEAVY_ITEMS has its item sums added by a tree instead of
+# serially by one thread (kernels/cuda/msm_tree.py: why).
 HEAVY_ITEMS = 32
-HEAVY_MAX_BUCKETS = 1 << 20
-FAN = 8
 # Combine the windows on the host (kernels/cuda/finish.py) rather than in one GPU thread.
 HOST_FINISH = True
 # Work items the accumulation aims for: about four waves of its resident threads on an H200
@@ -237,21 +229,6 @@ class MsmStats:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-def _reduce_all(group: str, arr: Any, count: int, per: int = FAN) -> Any:
-    """Sum count XYZZ points in arr down to one (uint64[1, words])."""
-    cp = _cp()
-    fn = kernel(f"msm_{group}", f"{group}_reduce")
-    xw = XYZZ_U64[group]
-    while count > 1:
-        nout = (count + per - 1) // per
-        out = cp.empty((nout, xw), dtype=cp.uint64)
-        fn(_grid(nout), (BLOCK,), (arr, np.uint64(count), np.uint32(per), out))
-        arr, count = out, nout
-    if count == 0:
-        return cp.zeros((1, xw), dtype=cp.uint64)
-    return arr
-
-
 def item_length(m: int, nwin: int, half: int) -> int:
     """Points per accumulation work item: enough items to fill the card (TARGET_ITEMS), never
     more than about one item per bucket on average (2 m / half), at least 8."""
@@ -287,32 +264,8 @@ def _sm_count() -> int:
     return int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
 
-def reduce_segments(group: str, arr: Any, starts: np.ndarray, lens: np.ndarray) -> Any:
-    """Device uint64[len(starts), words]: row s is the XYZZ sum of arr[starts[s] : starts[s] + lens[s]]
-    (infinity where lens[s] is 0), by a tree whose threads add at most FAN rows per level; all
-    segments go through each level together, in one launch."""
-    cp = _cp()
-    fn = kernel(f"msm_{group}", f"{group}_reduce_groups")
-    xw = XYZZ_U64[group]
-    starts = np.asarray(starts, dtype=np.int64)
-    lens = np.asarray(lens, dtype=np.int64)
-    while True:
-        ng = np.maximum(1, -(-lens // FAN))  # groups of each segment at this level
-        first = np.cumsum(ng) - ng
-        seg_of = np.repeat(np.arange(lens.size), ng)
-        k = np.arange(int(ng.sum())) - first[seg_of]
-        gstart = starts[seg_of] + FAN * k
-        glen = np.clip(lens[seg_of] - FAN * k, 0, FAN)
-        out = cp.empty((max(1, gstart.size), xw), dtype=cp.uint64)
-        fn(_grid(gstart.size), (BLOCK,), (arr, cp.asarray(gstart.astype(np.uint32)), cp.asarray(glen.astype(np.uint32)),
-                                          np.uint32(gstart.size), out))
-        if (ng == 1).all():
-            return out[: lens.size]
-        arr, starts, lens = out, first, ng
-
-
 def _split_sum(group: str, points: Any, scalars: Any, n: int, count_ones: bool) -> tuple[Any, Any, Any, int, int]:
-    """(canonical scalars, the ones' sum as an XYZZ row, the others' indices, their count, the
+    """(the others' canonical scalars, row k for the k-th, the ones' sum as an XYZZ row, their indices, their count, the
     ones' count or -1 unless count_ones), the "sum" way: every scalar converted and classed by
     msm_scalars; each thread of g*_sum_ones adds the points of class 1 in its chunk of 256."""
     cp = _cp()
@@ -324,11 +277,12 @@ def _split_sum(group: str, points: Any, scalars: Any, n: int, count_ones: bool) 
     nparts = (n + chunk - 1) // chunk
     partial = cp.empty((nparts, xw), dtype=cp.uint64)
     kernel(f"msm_{group}", f"{group}_sum_ones")(_grid(nparts), (BLOCK,), (points, cls, np.uint64(n), np.uint32(chunk), partial))
-    ones = _reduce_all(group, partial, nparts)
+    ones = reduce_all(group, partial, nparts)
     tail_mask = cls == 2
     settle()  # flatnonzero reads a count back to the host
     tail_idx = cp.flatnonzero(tail_mask)
     del tail_mask
+    canon = canon[tail_idx]  # the sort reads entry t's scalar at row t
     m1 = -1
     if count_ones:
         ones_mask = cls == 1
@@ -366,7 +320,7 @@ def _split_list(group: str, points: Any, scalars: Any, n: int, count_ones: bool 
     del counts
     ones_idx = cp.empty(max(m1, 1), dtype=cp.uint32)
     tail_idx = cp.empty(max(m, 1), dtype=cp.uint32)
-    canon = cp.empty((n, 4), dtype=cp.uint64)
+    canon = cp.empty((max(m, 1), 4), dtype=cp.uint64)  # row k: others[k]'s canonical value
     base = (np.uint32(points.shape[0]),) if by_pairs else ()  # the pairs' first row
     kernel("msm_scalars", "msm_compact" + suffix)((ntiles,), (256,), (scalars, cls, np.uint64(n), off, *base,
                                                                      ones_idx, tail_idx, canon))
@@ -395,7 +349,7 @@ def sum_list(group: str, points: Any, idx: Any, m: int, how: str | None = None) 
     if acc != "xyzz":
         kw = msm_rounds.mode(acc) or {}
         partials, nitems = msm_rounds.sum_equal(group, points, idx, m, kw.pop("length", None), **kw)
-        return _reduce_all(group, partials, nitems)
+        return reduce_all(group, partials, nitems)
     L = max(8, -(-m // TARGET_ITEMS))
     nitems = -(-m // L)
     start = cp.arange(0, nitems * L, L, dtype=cp.uint32)
@@ -403,7 +357,7 @@ def sum_list(group: str, points: Any, idx: Any, m: int, how: str | None = None) 
     partials = cp.empty((nitems, xw), dtype=cp.uint64)
     kernel(f"msm_{group}", f"{group}_accumulate")(_grid(nitems), (BLOCK,), (
         points, idx, start, end, np.uint64(0), np.uint32(nitems), partials))
-    return _reduce_all(group, partials, nitems)
+    return reduce_all(group, partials, nitems)
 
 
 # SEALTOP_MSM_TRACE=1: every MSM without a caller's stats writes one line to stderr, "msm-trace
@@ -469,6 +423,8 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
             marks.append((name, ev))
 
     mark("start")
+    if ends is not None:
+        ends.release_done()
     if points.shape[0] < n or points.shape[1] != aw:
         raise ValueError(f"{group} MSM: points {points.shape} do not match {n} scalars")
     points = cp.ascontiguousarray(points, dtype=cp.uint64)
@@ -575,6 +531,8 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     # several items summed into one row first (msm_fold: why, with the counts at porep-32g's H)
     fold = runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS
     fold_plan = msm_fold.multi_item_plan(nitems, item_off) if fold and msm_fold.PREFOLD else None
+    # read here, where the host waits already, so the ends queue after the accumulation unwaited
+    heavy = None if fold else heavy_buckets(nitems, item_off, HEAVY_ITEMS)
     item_start = cp.empty(max(total_items, 1), dtype=cp.uint32)
     item_end = cp.empty(max(total_items, 1), dtype=cp.uint32)
     kernel("msm_g1", "msm_items")(_grid(nb, 256), (256,), (count, bucket_off, item_off, np.uint32(nb), np.uint32(L), item_start, item_end))
@@ -626,7 +584,8 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
                                                     np.uint32(nwin), segs))
             del partials, count, item_off, nitems
         else:
-            _reduce_heavy(group, partials, nitems, item_off, count)
+            if heavy is not None:
+                fold_heavy(group, partials, count, heavy)
             del nitems
             buckets = cp.empty((nb, xw), dtype=cp.uint64)
             kernel(f"msm_{group}", f"{group}_bucket_sum")(_grid(nb), (BLOCK,), (partials, count, item_off, np.uint32(nb), np.uint32(L), buckets))
@@ -644,7 +603,7 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
             red(_grid(nxt.shape[0]), (BLOCK,), (wins, np.uint64(nwin * cur), np.uint32(per), nxt))
             wins, cur = nxt, cur // per
         mark("window_reduce")
-        if HOST_FINISH:
+        if HOST_FINISH and side is None:  # beside, the host must not wait: one GPU thread finishes
             row = combine_windows(group, to_host(wins), c, to_host(ones_sum))
             out[...] = cp.asarray(row.reshape(1, aw))
         else:
@@ -659,24 +618,6 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
         stats.accumulate, stats.slots, stats.folded = how_acc, slots, folded
         _phase_times(stats, marks)
     return out
-
-
-def _reduce_heavy(group: str, partials: Any, nitems: Any, item_off: Any, count: Any) -> None:
-    """Sum the items of buckets with more than HEAVY_ITEMS items by a tree of reductions, leaving
-    the sum in the bucket's first item and its count at 1 (so the bucket-sum kernel reads one)."""
-    cp = _cp()
-    heavy_mask = nitems > np.uint32(HEAVY_ITEMS)
-    settle()
-    heavy = cp.flatnonzero(heavy_mask)
-    if int(heavy.size) == 0:
-        return
-    ks = to_host(nitems[heavy])
-    order = np.argsort(-ks.astype(np.int64), kind="stable")[:HEAVY_MAX_BUCKETS]
-    hb = to_host(heavy)[order]
-    offs = to_host(item_off[heavy])[order]
-    sums = reduce_segments(group, partials, offs, ks[order])
-    partials[cp.asarray(offs.astype(np.int64))] = sums
-    count[cp.asarray(hb.astype(np.int64))] = 1
 
 
 def _phase_times(stats: MsmStats | None, marks: list[tuple[str, Any]]) -> None:

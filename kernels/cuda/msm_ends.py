@@ -1,7 +1,9 @@
 """An MSM's ends beside the next MSM: the bucket sums, the window reduction and the one-thread
 finish (small kernels whose time is latency, not work) queued on the calling thread's side
 stream (kernels/cuda/stream.py side_stream), after an event on its own, so that the next MSM's
-kernels fill the card meanwhile. msm.msm takes an :class:`Ends` to do so.
+kernels fill the card meanwhile. msm.msm takes an :class:`Ends` to do so. Nothing in them makes
+the host wait: the heavy buckets are planned before the accumulation, and one GPU thread
+combines the windows (where inline the host does, msm.HOST_FINISH).
 
 SEALTOP_MSM_ENDS=side makes the CUDA backend pass one for every MSM on device scalars and join
 it when a result is fetched. A pipeline's witness MSMs spent ~39 ms a partition in their ends on
@@ -28,6 +30,11 @@ class Ends:
     blocks: drop them once that stream has synchronized (or where only that stream reuses them)."""
 
     pending: list[tuple[Any, list[Any]]] = field(default_factory=list)
+
+    def release_done(self) -> None:
+        """Let go of the blocks of MSMs whose ends have run (their events complete): the next
+        MSM may reuse them (H's work items are ~2 GB at porep-32g)."""
+        self.pending = [(done, [] if done.done else keep) for done, keep in self.pending]
 
     def join(self) -> list[Any]:
         cur = _cp().cuda.get_current_stream()

@@ -304,7 +304,7 @@ def equal_items(m: int, length: int) -> tuple[Any, Any, int, np.ndarray]:
 def sum_equal(group: str, points: Any, idx: Any, m: int, length: int | None = None, **kw: Any) -> tuple[Any, int]:
     """(partials, items): the XYZZ sums (uint64[items, words]) of points[idx[k]] for k < m in
     items of ``length`` (default ones_length) by the rounds accumulation; kw as accumulate's
-    (fused, groups, slots). The caller adds the rows (msm._reduce_all)."""
+    (fused, groups, slots). The caller adds the rows (msm_tree.reduce_all)."""
     cp = _cp()
     start, end, nitems, hist = equal_items(m, length or ones_length(group, m))
     partials = cp.empty((nitems, XYZZ_U64[group]), dtype=cp.uint64)

@@ -3,8 +3,9 @@
 //             R mod r, 2: anything else), and per tile of TILE scalars the count of ones and of
 //             others; no multiplication (a PoRep witness is about 99.9% 0/1);
 //   compact   from the tiles' exclusive offsets, the indices of the ones and of the others in
-//             ascending order, and the canonical integer of each other scalar at its own index
-//             (the only from-Montgomery products: Pippenger's histogram and scatter read them).
+//             ascending order, and the canonical integer of each other scalar beside its index
+//             (canon[k] for others[k]: the only from-Montgomery products, read by Pippenger's
+//             sort; m rows, not n, and read in order).
 // A scalar whose words are not exactly 0 or R (a non-canonical form of 0 or 1) is an "other":
 // Pippenger then sums it by its canonical value, so the result does not depend on the class.
 // Written as per-thread phases between barriers (like ntt_pass.cuh) so that, built for the host,
@@ -82,7 +83,7 @@ HD void compact_scan(uint32_t* counts) {
 }
 
 // Phase 3 of compact: the thread writes its indices at the tile's offsets plus its prefix, and
-// the canonical value of each other scalar at its index.
+// the canonical value of each other scalar at its slot in the others' list.
 HD void compact_write(const uint32_t* scalars, const uint8_t* cls, uint64_t n, uint64_t tile, uint32_t tid,
                       const uint32_t* counts, const uint32_t* tile_off, uint32_t* ones, uint32_t* others, uint32_t* canon) {
     uint32_t o1 = tile_off[2 * tile] + (counts[tid] & 0xffffu);
@@ -94,8 +95,8 @@ HD void compact_write(const uint32_t* scalars, const uint8_t* cls, uint64_t n, u
         const uint8_t c = cls[i];
         if (c == 1) ones[o1++] = (uint32_t)i;
         if (c == 2) {
+            Fr::load(scalars + i * 8).from_mont().store(canon + (uint64_t)o2 * 8);
             others[o2++] = (uint32_t)i;
-            Fr::load(scalars + i * 8).from_mont().store(canon + i * 8);
         }
     }
 }
@@ -160,8 +161,8 @@ HD void compact_write_pairs(const uint32_t* scalars, const uint8_t* cls, uint64_
             const uint32_t c = h ? c1 : c0;
             if (c == 1) ones[o1++] = (uint32_t)(i + h);
             if (c == 2) {
+                Fr::load(scalars + (i + h) * 8).from_mont().store(canon + (uint64_t)o2 * 8);
                 others[o2++] = (uint32_t)(i + h);
-                Fr::load(scalars + (i + h) * 8).from_mont().store(canon + (i + h) * 8);
             }
         }
     }

@@ -19,6 +19,8 @@
 #include "../ec/xyzz.cuh"
 #include "digits.cuh"
 
+// canon holds the tail's canonical scalars in entry order: row t is entry t's, whose point is idx[t]
+// (or t where there is no idx), so the sort reads them in order.
 __device__ __forceinline__ void load_scalar(const uint32_t* canon, uint64_t p, uint32_t s[8]) {
     const uint4* q = reinterpret_cast<const uint4*>(canon + p * 8);
     uint4 a = q[0], b = q[1];
@@ -41,9 +43,8 @@ __global__ void msm_scalars(const uint32_t* scalars, uint32_t* canon, uint8_t* c
 __global__ void msm_histogram(const uint32_t* canon, const uint32_t* idx, uint32_t m, int c, int nwin, uint32_t* count) {
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= m) return;
-    uint32_t p = idx ? idx[t] : t;
     uint32_t s[8];
-    load_scalar(canon, p, s);
+    load_scalar(canon, t, s);
     const uint32_t half = 1u << (c - 1);
     uint32_t carry = 0, neg;
     for (int w = 0; w < nwin; w++) {
@@ -57,7 +58,7 @@ __global__ void msm_scatter(const uint32_t* canon, const uint32_t* idx, uint32_t
     if (t >= m) return;
     uint32_t p = idx ? idx[t] : t;
     uint32_t s[8];
-    load_scalar(canon, p, s);
+    load_scalar(canon, t, s);
     const uint32_t half = 1u << (c - 1);
     uint32_t carry = 0, neg;
     for (int w = 0; w < nwin; w++) {
@@ -96,7 +97,7 @@ __device__ __forceinline__ void window_digits(const uint32_t* canon, const uint3
         p[k] = t < m ? (idx ? idx[t] : t) : 0;
     }
     UNROLL for (int k = 0; k < SORT_PER_THREAD; k++) {
-        if (base + k * blockDim.x < m) load_scalar(canon, p[k], s[k]);
+        if (base + k * blockDim.x < m) load_scalar(canon, base + k * blockDim.x, s[k]);
         else UNROLL for (int i = 0; i < 8; i++) s[k][i] = 0;  // digit 0: no entry
     }
     const WindowDigits wd(c, blockIdx.y);

@@ -160,7 +160,7 @@ HD void bin_digits(const BinArgs& a, BinShared& s, uint32_t tile, uint32_t tid, 
     }
     UNROLL for (int k = 0; k < SORT2_PER; k++) {
         if (first + k * SORT2_THREADS < a.m) {
-            const uint4* q = reinterpret_cast<const uint4*>(a.canon + (uint64_t)p[k] * 8);
+            const uint4* q = reinterpret_cast<const uint4*>(a.canon + (uint64_t)(first + k * SORT2_THREADS) * 8);
             const uint4 x = q[0], y = q[1];
             sc[k][0] = x.x; sc[k][1] = x.y; sc[k][2] = x.z; sc[k][3] = x.w;
             sc[k][4] = y.x; sc[k][5] = y.y; sc[k][6] = y.z; sc[k][7] = y.w;

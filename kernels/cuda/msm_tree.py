@@ -1,0 +1,100 @@
+"""Trees of XYZZ additions on the device: a whole array summed to one row, many segments summed
+at once, and the MSM's heavy buckets (those cut into many work items) folded by such a tree.
+
+One thread's chain of XYZZ additions runs at latency, not throughput: the 2026-12-01 phase times
+on the H200 put it near 18 us an addition (the window reduction at c = 20 ended in 13 threads of
+1024 additions each, 46 ms; nine heavy buckets reduced one after another by 64-way levels, 11 ms
+at 2^20). So every tree here adds at most FAN terms per thread per level, and all segments go
+through each level together. With signed digits the top window often holds only a few bits (or
+only the carry), so a handful of its buckets receive a large share of all points, and repeated
+scalars do the same in every window: those are the heavy buckets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernels.cuda.module import kernel
+from kernels.cuda.points import BLOCK, XYZZ_U64
+from kernels.cuda.points import grid as _grid
+from kernels.cuda.stream import cupy_module as _cp
+from kernels.cuda.stream import settle, to_host
+
+FAN = 8
+HEAVY_MAX_BUCKETS = 1 << 20
+
+
+def reduce_all(group: str, arr: Any, count: int, per: int = FAN) -> Any:
+    """Sum count XYZZ points in arr down to one (uint64[1, words])."""
+    cp = _cp()
+    fn = kernel(f"msm_{group}", f"{group}_reduce")
+    xw = XYZZ_U64[group]
+    while count > 1:
+        nout = (count + per - 1) // per
+        out = cp.empty((nout, xw), dtype=cp.uint64)
+        fn(_grid(nout), (BLOCK,), (arr, np.uint64(count), np.uint32(per), out))
+        arr, count = out, nout
+    if count == 0:
+        return cp.zeros((1, xw), dtype=cp.uint64)
+    return arr
+
+
+def reduce_segments(group: str, arr: Any, starts: np.ndarray, lens: np.ndarray) -> Any:
+    """Device uint64[len(starts), words]: row s is the XYZZ sum of arr[starts[s] : starts[s] + lens[s]]
+    (infinity where lens[s] is 0), by a tree whose threads add at most FAN rows per level; all
+    segments go through each level together, in one launch."""
+    cp = _cp()
+    fn = kernel(f"msm_{group}", f"{group}_reduce_groups")
+    xw = XYZZ_U64[group]
+    starts = np.asarray(starts, dtype=np.int64)
+    lens = np.asarray(lens, dtype=np.int64)
+    while True:
+        ng = np.maximum(1, -(-lens // FAN))  # groups of each segment at this level
+        first = np.cumsum(ng) - ng
+        seg_of = np.repeat(np.arange(lens.size), ng)
+        k = np.arange(int(ng.sum())) - first[seg_of]
+        gstart = starts[seg_of] + FAN * k
+        glen = np.clip(lens[seg_of] - FAN * k, 0, FAN)
+        out = cp.empty((max(1, gstart.size), xw), dtype=cp.uint64)
+        fn(_grid(gstart.size), (BLOCK,), (arr, cp.asarray(gstart.astype(np.uint32)), cp.asarray(glen.astype(np.uint32)),
+                                          np.uint32(gstart.size), out))
+        if (ng == 1).all():
+            return out[: lens.size]
+        arr, starts, lens = out, first, ng
+
+
+@dataclass(frozen=True)
+class HeavyBuckets:
+    """The buckets cut into more than a limit of work items, the most-cut first (host arrays):
+    each bucket's index, its first item and its item count."""
+
+    buckets: np.ndarray
+    first: np.ndarray
+    items: np.ndarray
+
+
+def heavy_buckets(nitems: Any, item_off: Any, limit: int) -> HeavyBuckets | None:
+    """The buckets of more than ``limit`` items (at most HEAVY_MAX_BUCKETS of them), or None.
+    Reads counts back: call it where the host waits already (before the accumulation), so that
+    the fold after it queues without waiting."""
+    cp = _cp()
+    heavy_mask = nitems > np.uint32(limit)
+    settle()
+    heavy = cp.flatnonzero(heavy_mask)
+    if int(heavy.size) == 0:
+        return None
+    ks = to_host(nitems[heavy])
+    order = np.argsort(-ks.astype(np.int64), kind="stable")[:HEAVY_MAX_BUCKETS]
+    return HeavyBuckets(to_host(heavy)[order], to_host(item_off[heavy])[order], ks[order])
+
+
+def fold_heavy(group: str, partials: Any, count: Any, heavy: HeavyBuckets) -> None:
+    """Sum each heavy bucket's item rows by a tree into its first row and set its count to 1 (so
+    the bucket-sum kernel reads that one row)."""
+    cp = _cp()
+    sums = reduce_segments(group, partials, heavy.first, heavy.items)
+    partials[cp.asarray(heavy.first.astype(np.int64))] = sums
+    count[cp.asarray(heavy.buckets.astype(np.int64))] = 1
