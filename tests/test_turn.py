@@ -8,6 +8,7 @@ import queue
 import random
 import threading
 import time
+import types
 
 import pytest
 
@@ -83,12 +84,31 @@ def test_finalize_runs_b2_inside_the_turn_only_when_asked(monkeypatch, b2_turn: 
     seen: list[bool] = []
     monkeypatch.setattr(prove, "prove_b2", lambda handle: seen.append(turn.locked()) or "acc")
     monkeypatch.setattr(prove, "prove_finish", lambda handle, acc: seen.append(turn.locked()) or b"p")
-    state.finalize_q.put(workers._Finish(workers.PartKey(1, 0, 0), object(), None, "gpu", None))
+    handle = types.SimpleNamespace(acc_b2=None, timings_ms={})  # B2 not made in the GPU call
+    state.finalize_q.put(workers._Finish(workers.PartKey(1, 0, 0), handle, None, "gpu", None))
     state.finalize_q.put(None)
     workers._finalize_loop(state, 1)
     assert seen == [b2_turn, False] and not turn.locked()  # the assembly outside it
     reply = results.get_nowait()
     assert isinstance(reply, workers.Proved) and reply.proof == b"p"
+
+
+def test_b2_made_in_the_call_reports_the_calls_b2_time(monkeypatch) -> None:
+    """SEALTOP_B2=call: the finalize half has only the assembly left, and the partition's b2
+    timer is the GPU call's B2 MSM (its device time), not the assembly's wall time."""
+    monkeypatch.setenv("SEALTOP_B2", "call")
+    results: queue.Queue = queue.Queue()
+    state = workers._ProverState(workers.ProverSpec("cpu0", "cpu", None, 1, queue.Queue(), results,
+                                                    gpu_calls="serial"))
+    b2_ms = random.uniform(50.0, 90.0)
+    monkeypatch.setattr(prove, "prove_b2", lambda handle: handle.acc_b2)  # made already: handed back
+    monkeypatch.setattr(prove, "prove_finish", lambda handle, acc: b"p" if acc == "acc" else b"")
+    handle = types.SimpleNamespace(acc_b2="acc", timings_ms={"b2": b2_ms})
+    state.finalize_q.put(workers._Finish(workers.PartKey(1, 0, 0), handle, None, "gpu", None))
+    state.finalize_q.put(None)
+    workers._finalize_loop(state, 1)
+    reply = results.get_nowait()
+    assert isinstance(reply, workers.Proved) and reply.proof == b"p" and reply.b2_ms == b2_ms
 
 
 def test_an_unknown_b2_mode_stops_the_prover_with_one_line(monkeypatch) -> None:

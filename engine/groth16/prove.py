@@ -19,6 +19,7 @@ backend operation. Proof assembly likewise uses tiny MSMs instead of separate cu
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -41,10 +42,16 @@ from kernels.constants import FR_COSET_SHIFT, R_MOD
 from kernels.cpu.convert import to_mont_fr
 
 TIMER_GROUPS = (*START_GROUPS, "b2")
+# The witness MSMs' order in the GPU half, after H's (B2's with prove_start's b2). With the MSM
+# ends beside (SEALTOP_MSM_ENDS=side) each MSM's bucket sums and window reduction run beside the
+# next one's work, H's ~30 ms (porep-32g) beside the first. SEALTOP_MSM_ORDER sets it per process.
+MSM_ORDER = tuple(os.environ.get("SEALTOP_MSM_ORDER", "msm_a,msm_b1,b2,msm_l").split(","))
+if sorted(MSM_ORDER) != ["b2", "msm_a", "msm_b1", "msm_l"]:
+    raise ValueError(f"SEALTOP_MSM_ORDER is {','.join(MSM_ORDER)}: it orders msm_a, msm_b1, b2 and msm_l")
 # The groups each input path runs: a, b, c uploaded, or (abc_eval = "gpu") the compact witness
 # uploaded and a, b, c evaluated where H runs ("abc", right after "upload").
-_PLAIN_GROUPS = tuple(g for g in START_GROUPS if g != "abc")
-_COMPACT_GROUPS = (_PLAIN_GROUPS[0], "abc", *_PLAIN_GROUPS[1:])
+_PLAIN_GROUPS: tuple[str, ...] = ("upload", "ntt")
+_COMPACT_GROUPS = ("upload", "abc", "ntt")
 
 
 class KeyMismatchError(ValueError):
@@ -195,29 +202,29 @@ def prove_start(
         z_d, h = abc_and_h(compact[0], compact[1], n, backend, marks)
     marks.append(backend.mark())
 
-    def msm(q: Query, s: Any) -> np.ndarray:
-        out = backend.msm_g1(q.points, q.scalars(s))
-        marks.append(backend.mark())
+    spans: dict[str, tuple[Any, Any]] = {}  # each MSM's marks (the groups before them: marks)
+
+    def msm(name: str, q: Query, s: Any, g2: bool = False) -> Any:
+        start = backend.mark()
+        out = (backend.msm_g2 if g2 else backend.msm_g1)(q.points, q.scalars(s))
+        spans[name] = (start, backend.mark())
         return out
 
-    acc_h = msm(tables["h"], h[: n - 1])
+    acc = {"msm_h": msm("msm_h", tables["h"], h[: n - 1])}
     del h
-    acc_a = msm(tables["a"], z_d)
-    acc_b1 = msm(tables["b_g1"], z_d)
-    acc_b2: Any = None
-    if b2:  # before L: its ends (a G2 MSM's are the longest) then run beside L, not after it
-        q, b2_start = tables["b_g2"], backend.mark()
-        acc_b2 = backend.msm_g2(q.points, q.scalars(z_d))
-        b2_end = backend.mark()
-    acc_l = msm(tables["l"], z_d[ni:])
+    witness_msms = {"msm_a": (tables["a"], z_d), "msm_b1": (tables["b_g1"], z_d), "msm_l": (tables["l"], z_d[ni:])}
     if b2:
-        z_d = None  # B2 read it already
-    acc_h, acc_a, acc_b1, acc_l = (backend.fetch(x) for x in (acc_h, acc_a, acc_b1, acc_l))
+        witness_msms["b2"] = (tables["b_g2"], z_d)
+    for name in MSM_ORDER:
+        if name in witness_msms:
+            acc[name] = msm(name, *witness_msms[name], g2=name == "b2")
+    del witness_msms
+    z_d = None if b2 else z_d  # B2 was its last reader
+    got = {name: backend.fetch(x) for name, x in acc.items()}  # fetch joins any MSM ends still beside
     tm = {g: backend.elapsed_ms(t0, t1) for g, t0, t1 in zip(groups, marks, marks[1:])}
-    if b2:
-        acc_b2 = np.asarray(backend.fetch(acc_b2))
-        tm["b2"] = backend.elapsed_ms(b2_start, b2_end)
-        tm["msm_l"] = backend.elapsed_ms(b2_end, marks[-1])  # B2 ran between B1's mark and L
+    tm.update({name: backend.elapsed_ms(t0, t1) for name, (t0, t1) in spans.items()})
+    acc_h, acc_a, acc_b1, acc_l = got["msm_h"], got["msm_a"], got["msm_b1"], got["msm_l"]
+    acc_b2 = np.asarray(got["b2"]) if b2 else None
     g_n = pow(FR_COSET_SHIFT, n, R_MOD)
     return ProveHandle(
         pk=pk,

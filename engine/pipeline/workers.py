@@ -224,9 +224,10 @@ class _ProverState:
         self.turn: Turn | None = Turn() if self.serial else None
         # Where B2's G2 MSM runs on the prover's backend (SEALTOP_B2): "beside", in the finalize
         # thread beside the next call; "turn", there but holding the turn (serial slots), ahead
-        # of the next call; "call", at the end of the slot's own call. Measured against each
-        # other on the H200 (docs/PLAN-H-SMALL.md); "beside" until one is shown faster.
-        self.b2 = os.environ.get("SEALTOP_B2", "beside")
+        # of the next call; "call", in the slot's own call (before L, so that its ends run
+        # beside L). On the H200 (docs/BENCHMARKS.md, thirteenth round) with the MSM ends beside:
+        # "call" 1.045 s a partition, "turn" 1.054; "beside" ran out of GPU memory with the pairs.
+        self.b2 = os.environ.get("SEALTOP_B2", "call")
         if self.b2 not in B2_MODES:
             raise ValueError(f"SEALTOP_B2 is {self.b2!r}; it takes one of {', '.join(B2_MODES)}")
         self.b2_turn = self.serial and self.b2 == "turn"
@@ -522,11 +523,13 @@ def _finalize_loop(state: _ProverState, slots: int) -> None:
         key, handle, z_att, b_g2, loaded = item.key, item.handle, item.z, item.b_g2, item.pk
         del item  # the handle holds a view of z: every reference must go before z is unmapped
         try:
+            in_call = handle.acc_b2 is not None  # the GPU call made B2 (SEALTOP_B2=call) and timed it
             t0 = time.perf_counter()
             proof = proving.finish(handle, b_g2, loaded,
                                    turn=(lambda: state.gpu_turn(first=True)) if state.b2_turn else None)
             t1 = time.perf_counter()
-            state.results.put(Proved(state.name, key, proof, _ms(t0, t1)))
+            b2_ms = handle.timings_ms.get("b2", 0.0) if in_call else _ms(t0, t1)
+            state.results.put(Proved(state.name, key, proof, b2_ms))
         except Exception as exc:
             state.results.put(TaskFailed(state.name, key, _one_line(exc)))
         finally:

@@ -5,9 +5,11 @@ kernels fill the card meanwhile. msm.msm takes an :class:`Ends` to do so. Nothin
 the host wait: the heavy buckets are planned before the accumulation, and one GPU thread
 combines the windows (where inline the host does, msm.HOST_FINISH).
 
-SEALTOP_MSM_ENDS=side makes the CUDA backend pass one for every MSM on device scalars and join
-it when a result is fetched. A pipeline's witness MSMs spent ~39 ms a partition in their ends on
-the H200 (docs/BENCHMARKS.md, twelfth round), the card mostly idle; off until measured.
+The CUDA backend passes one for every MSM on device scalars and joins it when a result is
+fetched (SEALTOP_MSM_ENDS=inline keeps them in line). A pipeline's witness MSMs spent ~39 ms a
+partition in their ends on the H200 and H's ~31 ms (docs/BENCHMARKS.md, twelfth round); beside,
+H's MSM took 579 ms against 622 on the card's timeline and the partition 1.045 s against 1.071
+(thirteenth round).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from kernels.cuda.stream import cupy_module as _cp
 
-ENDS = os.environ.get("SEALTOP_MSM_ENDS", "inline")
+ENDS = os.environ.get("SEALTOP_MSM_ENDS", "side")
 
 
 @dataclass

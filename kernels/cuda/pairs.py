@@ -9,7 +9,9 @@ so the accumulation kernel reads either from one array (the ones' list names row
 ``len(points)`` on for pairs: msm/classify.cuh's compact_write_pairs); the sums come from
 msm/fixed_base.cuh's pair_thread, K pairs a thread sharing one inversion.
 
-Off unless SEALTOP_MSM_PAIRS=1: not yet timed on a GPU (docs/PLAN-H-SMALL.md).
+On by default (SEALTOP_MSM_PAIRS=0 turns it off): on the H200 the pairs took ~15 ms off the four
+witness MSMs of a porep-32g partition, and the pipeline with them, B2 in the call and the MSM ends
+beside ran at 1.045 s a partition (docs/BENCHMARKS.md, thirteenth round).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from kernels.cuda.points import AFFINE_U64, BLOCK
 from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
 
-PAIRS = os.environ.get("SEALTOP_MSM_PAIRS", "0") == "1"
+PAIRS = os.environ.get("SEALTOP_MSM_PAIRS", "1") == "1"
 # What a pair table must leave free on the card: the prover's calls need their working set
 # beside the key (porep-32g on the H200, eleventh round: 107.6 GiB steady with a 70 GiB key and
 # 12 GiB of GLV images, so ~26 GiB), and a table that would leave less is not made. The key's
