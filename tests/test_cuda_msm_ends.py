@@ -84,3 +84,44 @@ def test_b2_in_the_gpu_call_gives_the_cpu_proof(monkeypatch: pytest.MonkeyPatch,
     assert proof == prove(pk, circuit.r1cs, z, cpu, r=r, s=s)
     public = examples.public_inputs(circuit.r1cs, z)
     assert verify(verifying_key(pk), public, proof)
+
+
+def test_results_read_by_the_finish_half_on_another_thread_give_the_cpu_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SEALTOP_MSM_RESULTS=finish: prove_start (on one thread) returns with the MSM ends still
+    beside and its results on the device; prove_finish on another thread waits for those ends and
+    reads them: the proof is the CPU's for the same r, s and verifies, and a changed witness's
+    is not."""
+    import secrets
+    import threading
+
+    from engine.groth16 import examples
+    from engine.groth16 import prove as P
+    from engine.groth16.setup import setup
+    from engine.groth16.verify import verify
+    from engine.groth16.vkey import verifying_key
+    from kernels.backend import get_backend
+    from kernels.cuda import msm_ends
+
+    monkeypatch.setattr(msm_ends, "ENDS", "side")
+    monkeypatch.setattr(P, "RESULTS", "finish")
+    cpu, gpu = get_backend("cpu"), get_backend("cuda")
+    circuit = examples.chain_for_constraints(1 << 10)
+    pk = setup(circuit.r1cs, secrets.token_hex(8), cpu)
+    z = circuit.witness(secrets.randbelow(R_MOD))
+    a, b, c = P.evaluate(circuit.r1cs, z)
+    r, s = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+    handles: list[P.ProveHandle] = []
+    for b2 in (True, False):
+        t = threading.Thread(target=lambda b2=b2: handles.append(P.prove_start(pk, a, b, c, z, gpu, r=r, s=s, b2=b2)))
+        t.start()
+        t.join()
+    assert all(h.unread and h.pending is not None for h in handles)
+    want = P.prove(pk, circuit.r1cs, z, cpu, r=r, s=s)
+    public = examples.public_inputs(circuit.r1cs, z)
+    for h in handles:
+        proof = P.prove_finish(h)
+        assert not h.unread and proof == want
+        assert verify(verifying_key(pk), public, proof)
+    z2 = circuit.witness(secrets.randbelow(R_MOD))
+    other = P.prove_finish(P.prove_start(pk, *P.evaluate(circuit.r1cs, z2), z2, gpu, r=r, s=s))
+    assert other != want and not verify(verifying_key(pk), public, other)

@@ -243,6 +243,24 @@ def test_a_device_prover_assembles_the_proof_on_the_host(small, backend) -> None
     assert not verify(small["vk"], [(small["public"][0] + 1) % R_MOD], proof)
 
 
+@pytest.mark.parametrize("b2", [False, True])
+def test_results_left_for_the_finish_half_give_the_same_proof(small, backend, monkeypatch, b2: bool) -> None:
+    """RESULTS = "finish": prove_start leaves its results unread (where its backend computed
+    them) and prove_finish reads them first; the proof is the one read in the call."""
+    from engine.groth16 import prove as P
+
+    circuit, pk, z = small["circuit"], small["pk"], small["z"]
+    a, b, c = evaluate(circuit.r1cs, z)
+    r, s = secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+    want = prove_finish(prove_start(pk, a, b, c, z, backend, r=r, s=s, b2=b2))
+    monkeypatch.setattr(P, "RESULTS", "finish")
+    h = prove_start(pk, a, b, c, z, backend, r=r, s=s, b2=b2)
+    assert h.unread and h.results_on is backend
+    proof = prove_finish(h)
+    assert not h.unread and proof == want
+    assert verify(small["vk"], small["public"], proof)
+
+
 def test_b2_made_in_the_start_half_gives_the_same_proof(small, backend) -> None:
     """prove_start(b2=True) makes B2's MSM itself (the call's, SEALTOP_B2=call): the finish half
     has only the assembly left, and the proof is the one made with B2 in the finish."""

@@ -48,6 +48,14 @@ TIMER_GROUPS = (*START_GROUPS, "b2")
 MSM_ORDER = tuple(os.environ.get("SEALTOP_MSM_ORDER", "msm_a,msm_b1,b2,msm_l").split(","))
 if sorted(MSM_ORDER) != ["b2", "msm_a", "msm_b1", "msm_l"]:
     raise ValueError(f"SEALTOP_MSM_ORDER is {','.join(MSM_ORDER)}: it orders msm_a, msm_b1, b2 and msm_l")
+# Where the GPU half's MSM results are read: "call", at the end of prove_start, which then waits
+# for the MSM ends still running beside (the last MSM's bucket sums, window reduction and finish:
+# ~10 ms a porep-32g partition on the H200); "finish", by prove_finish (the finalize half), so
+# prove_start returns once its own stream is done and those ends run beside the next call.
+# SEALTOP_MSM_RESULTS sets it per process.
+RESULTS = os.environ.get("SEALTOP_MSM_RESULTS", "call")
+if RESULTS not in ("call", "finish"):
+    raise ValueError(f"SEALTOP_MSM_RESULTS is {RESULTS}: it is call or finish")
 # The groups each input path runs: a, b, c uploaded, or (abc_eval = "gpu") the compact witness
 # uploaded and a, b, c evaluated where H runs ("abc", right after "upload").
 _PLAIN_GROUPS: tuple[str, ...] = ("upload", "ntt")
@@ -77,6 +85,24 @@ class ProveHandle:
     z_placed: Any = None  # z where ``placed_on`` computes, reused by the B2 MSM
     placed_on: str = ""
     acc_b2: Any = None  # Σ z_j B2_j (G2 row) when prove_start made it (b2=True)
+    # RESULTS = "finish": the acc_* above are still where they were computed, and this is what
+    # reading them waits for (Backend.detach); settle() reads them
+    pending: Any = None
+    unread: bool = False
+    results_on: Any = None  # the backend that holds them (the handle's may be the CPU's by then)
+
+
+def settle(handle: ProveHandle) -> None:
+    """Read the GPU half's results where prove_start left them on the device (RESULTS =
+    "finish"), on the calling thread; nothing when they were read already."""
+    hd = handle
+    if not hd.unread:
+        return
+    names = ["acc_h", "acc_a", "acc_b1", "acc_l"] + (["acc_b2"] if hd.acc_b2 is not None else [])
+    got = hd.results_on.fetch_detached(hd.pending, [getattr(hd, k) for k in names])
+    for k, v in zip(names, got):
+        setattr(hd, k, np.asarray(v))
+    hd.pending, hd.unread = None, False
 
 
 def evaluate(r1cs: R1CS, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -220,11 +246,13 @@ def prove_start(
             acc[name] = msm(name, *witness_msms[name], g2=name == "b2")
     del witness_msms
     z_d = None if b2 else z_d  # B2 was its last reader
-    got = {name: backend.fetch(x) for name, x in acc.items()}  # fetch joins any MSM ends still beside
+    pending, unread = (backend.detach(), True) if RESULTS == "finish" else (None, False)
+    # read now, fetch joining any MSM ends still beside; or left for settle()
+    got = acc if unread else {name: np.asarray(backend.fetch(x)) for name, x in acc.items()}
     tm = {g: backend.elapsed_ms(t0, t1) for g, t0, t1 in zip(groups, marks, marks[1:])}
     tm.update({name: backend.elapsed_ms(t0, t1) for name, (t0, t1) in spans.items()})
     acc_h, acc_a, acc_b1, acc_l = got["msm_h"], got["msm_a"], got["msm_b1"], got["msm_l"]
-    acc_b2 = np.asarray(got["b2"]) if b2 else None
+    acc_b2 = got["b2"] if b2 else None
     g_n = pow(FR_COSET_SHIFT, n, R_MOD)
     return ProveHandle(
         pk=pk,
@@ -233,15 +261,18 @@ def prove_start(
         r=secrets.randbelow(R_MOD) if r is None else r % R_MOD,
         s=secrets.randbelow(R_MOD) if s is None else s % R_MOD,
         h_scale=pow((g_n - 1) % R_MOD, -1, R_MOD),
-        acc_a=np.asarray(acc_a),
-        acc_b1=np.asarray(acc_b1),
-        acc_l=np.asarray(acc_l),
-        acc_h=np.asarray(acc_h),
+        acc_a=acc_a,
+        acc_b1=acc_b1,
+        acc_l=acc_l,
+        acc_h=acc_h,
         tables=tables,
         timings_ms=tm,
         z_placed=z_d,
         placed_on=backend.name,
         acc_b2=acc_b2,
+        pending=pending,
+        unread=unread,
+        results_on=backend if unread else None,
     )
 
 
@@ -249,6 +280,7 @@ def prove_b2(handle: ProveHandle) -> Any:
     """The G2 MSM for B (the finalize half's one large piece of GPU work), fetched; the one
     prove_start made, where it did."""
     hd, be = handle, handle.backend
+    settle(hd)
     if hd.acc_b2 is not None:
         return hd.acc_b2
     m0 = be.mark()
@@ -265,6 +297,7 @@ def prove_finish(handle: ProveHandle, acc_b2: Any = None) -> bytes:
     """The G2 MSM for B (unless ``acc_b2``, prove_b2's result, is given), assembly with r and s,
     and the 192-byte compressed proof."""
     hd, pk = handle, handle.pk
+    settle(hd)
     if acc_b2 is None:
         acc_b2 = prove_b2(handle)
     r, s = hd.r, hd.s

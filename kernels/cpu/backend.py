@@ -87,6 +87,12 @@ class CpuBackend:
     def fetch(self, a: np.ndarray) -> np.ndarray:
         return np.asarray(a)
 
+    def detach(self) -> None:
+        return None  # the CPU's results are ready when its calls return
+
+    def fetch_detached(self, pending: Any, xs: list[Any]) -> list[np.ndarray]:
+        return [np.asarray(x) for x in xs]
+
     def mark(self) -> float:
         return time.perf_counter()
 

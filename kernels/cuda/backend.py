@@ -198,6 +198,22 @@ class CudaBackend:
         del held
         return out
 
+    def detach(self) -> Any:
+        """This thread's MSM ends not yet joined (msm_ends.Ends), handed over; the thread starts
+        a new list."""
+        got = self._ends()
+        self._local.ends = _ends.Ends()
+        return got
+
+    @_on_stream
+    def fetch_detached(self, pending: Any, xs: list[Any]) -> list[np.ndarray]:
+        """Device results read on this thread's stream after it waited for ``pending`` (another
+        thread's detached MSM ends); their kept blocks go once the copies have synchronized."""
+        held = pending.join() if pending is not None else []
+        out = [to_host(x) if _is_device(x) else np.asarray(x) for x in xs]
+        del held
+        return out
+
     def mark(self) -> Any:
         ev = _cp().cuda.Event()
         ev.record(thread_stream())

@@ -33,6 +33,15 @@ class Ends:
 
     pending: list[tuple[Any, list[Any]]] = field(default_factory=list)
 
+    def __del__(self) -> None:
+        # dropped unjoined (a handle whose results were never read): the kept blocks go back to
+        # the pool only once the ends that read them are done
+        for done, _ in self.pending:
+            try:
+                done.synchronize()
+            except Exception:  # the context is gone (interpreter exit): nothing to reuse them
+                break
+
     def release_done(self) -> None:
         """Let go of the blocks of MSMs whose ends have run (their events complete): the next
         MSM may reuse them (H's work items are ~2 GB at porep-32g)."""
