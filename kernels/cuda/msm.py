@@ -40,17 +40,12 @@ from kernels.cuda.glv import (
 )
 from kernels.cuda.module import kernel
 from kernels.cuda.msm_ends import Ends
-from kernels.cuda.msm_tree import FAN, fold_heavy, heavy_buckets, reduce_all
+from kernels.cuda.msm_tree import fold_heavy, heavy_buckets, reduce_all, window_sums
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
 from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
 from kernels.cuda.stream import settle, side_stream, to_host
 
-
-# Buckets per thread in the window reduction: each thread also multiplies its slice's sum by the
-# slice's offset (about log2(offset) doublings), so wide windows take longer slices.
-def slice_len(c: int) -> int:
-    return 16 if c <= 16 else 32
 # A bucket cut into more work items than HEAVY_ITEMS has its item sums added by a tree instead of
 # serially by one thread (kernels/cuda/msm_tree.py: why).
 HEAVY_ITEMS = 32
@@ -571,17 +566,12 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
         side.wait_event(ready)
         keep = [partials, count, item_off, nitems, ones_sum, fold_plan]  # the caller's stream's blocks they read
     with side if side is not None else nullcontext():
-        sl = slice_len(c)
-        nseg = half // sl if half >= sl else 1
-        segs = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
-        segments = kernel(f"msm_{group}", f"{group}_segments")
         folded = 0
         if fold:
             if fold_plan is not None:
                 folded = msm_fold.fold_items(group, partials, count, fold_plan)
                 del fold_plan
-            segments(_grid(nwin * nseg), (BLOCK,), (partials, count, item_off, np.uint32(L), np.uint32(half), np.uint32(nseg),
-                                                    np.uint32(nwin), segs))
+            wins = window_sums(group, partials, count, item_off, L, half, nwin, c)
             del partials, count, item_off, nitems
         else:
             if heavy is not None:
@@ -591,17 +581,8 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
             kernel(f"msm_{group}", f"{group}_bucket_sum")(_grid(nb), (BLOCK,), (partials, count, item_off, np.uint32(nb), np.uint32(L), buckets))
             del partials, count, item_off
             mark("bucket_sum")
-            segments(_grid(nwin * nseg), (BLOCK,), (buckets, np.uint64(0), np.uint64(0), np.uint32(L), np.uint32(half), np.uint32(nseg),
-                                                    np.uint32(nwin), segs))
+            wins = window_sums(group, buckets, None, None, L, half, nwin, c)
             del buckets
-        # a tree of FAN-way levels per window (nseg is a power of two, so every level divides it)
-        red = kernel(f"msm_{group}", f"{group}_reduce")
-        wins, cur = segs, nseg
-        while cur > 1:
-            per = min(FAN, cur)
-            nxt = cp.empty((nwin * (cur // per), xw), dtype=cp.uint64)
-            red(_grid(nxt.shape[0]), (BLOCK,), (wins, np.uint64(nwin * cur), np.uint32(per), nxt))
-            wins, cur = nxt, cur // per
         mark("window_reduce")
         if HOST_FINISH and side is None:  # beside, the host must not wait: one GPU thread finishes
             row = combine_windows(group, to_host(wins), c, to_host(ones_sum))

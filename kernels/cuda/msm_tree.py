@@ -1,5 +1,6 @@
 """Trees of XYZZ additions on the device: a whole array summed to one row, many segments summed
-at once, and the MSM's heavy buckets (those cut into many work items) folded by such a tree.
+at once, the MSM's heavy buckets (those cut into many work items) folded by such a tree, and each
+window's weighted bucket sum (the window slices, kernels/cuda/msm/slices.cuh, then a tree).
 
 One thread's chain of XYZZ additions runs at latency, not throughput: the 2026-12-01 phase times
 on the H200 put it near 18 us an addition (the window reduction at c = 20 ended in 13 threads of
@@ -12,6 +13,7 @@ scalars do the same in every window: those are the heavy buckets.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,59 @@ from kernels.cuda.stream import settle, to_host
 
 FAN = 8
 HEAVY_MAX_BUCKETS = 1 << 20
+# The window slices in one level or two (slices.cuh: at c = 22 the slices' offsets are a third
+# of the one-level kernel's additions, which the second level makes a few thousand products).
+# SEALTOP_MSM_SLICE_LEVELS per process; 1 until the two are timed on the H200.
+SLICE_LEVELS = int(os.environ.get("SEALTOP_MSM_SLICE_LEVELS", "1"))
+SLICE_SPLIT, SLICE_FROM0 = 1, 2  # slices.cuh's flags
+LEVEL2_LEN = 32  # S rows a second-level slice
+
+
+def slice_len(c: int) -> int:
+    """Buckets a window slice: each thread also multiplies its slice's sum by the slice's offset
+    (about log2(offset) doublings, one level), so wide windows take longer slices."""
+    return 16 if c <= 16 else 32
+
+
+def window_sums(group: str, rows: Any, count: Any | None, item_off: Any | None, L: int, half: int, nwin: int,
+                c: int) -> Any:
+    """Device uint64[nwin, words]: window w's sum_b (b + 1) bucket[b] over its half buckets, bucket
+    g being rows[g] (count None) or the sum of its ceil(count[g] / L) work items' rows from
+    rows[item_off[g]]: the window slices (one level, or two with SLICE_LEVELS = 2 where a window
+    has at least 2 x LEVEL2_LEN slices), then a FAN-way tree a window."""
+    cp = _cp()
+    xw = XYZZ_U64[group]
+    sl = slice_len(c)
+    nseg = half // sl if half >= sl else 1
+    cnt = count if count is not None else np.uint64(0)
+    off = item_off if item_off is not None else np.uint64(0)
+    if SLICE_LEVELS == 2 and nseg >= 2 * LEVEL2_LEN:
+        nseg2 = nseg // LEVEL2_LEN
+        stride = nseg + nseg2  # window w: its slices' T rows, then its second level's rows
+        both = cp.empty((nwin * stride, xw), dtype=cp.uint64)
+        sums = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
+        slices = kernel(f"msm_{group}", f"{group}_slices")
+        slices(_grid(nwin * nseg), (BLOCK,), (rows, cnt, off, np.uint32(L), np.uint32(half), np.uint32(nseg), np.uint32(nwin),
+                                              np.uint32(SLICE_SPLIT), np.uint32(0), np.uint32(stride), both, sums))
+        scale = (half // nseg).bit_length() - 1  # times the first level's slice length
+        slices(_grid(nwin * nseg2), (BLOCK,), (sums, np.uint64(0), np.uint64(0), np.uint32(1), np.uint32(nseg), np.uint32(nseg2),
+                                               np.uint32(nwin), np.uint32(SLICE_FROM0), np.uint32(scale), np.uint32(stride),
+                                               both[nseg:], np.uint64(0)))
+        del sums
+        starts = np.arange(nwin, dtype=np.int64) * stride
+        return reduce_segments(group, both, starts, np.full(nwin, stride, dtype=np.int64))
+    segs = cp.empty((nwin * nseg, xw), dtype=cp.uint64)
+    kernel(f"msm_{group}", f"{group}_segments")(_grid(nwin * nseg), (BLOCK,), (
+        rows, cnt, off, np.uint32(L), np.uint32(half), np.uint32(nseg), np.uint32(nwin), segs))
+    # a tree of FAN-way levels per window (nseg is a power of two, so every level divides it)
+    red = kernel(f"msm_{group}", f"{group}_reduce")
+    wins, cur = segs, nseg
+    while cur > 1:
+        per = min(FAN, cur)
+        nxt = cp.empty((nwin * (cur // per), xw), dtype=cp.uint64)
+        red(_grid(nxt.shape[0]), (BLOCK,), (wins, np.uint64(nwin * cur), np.uint32(per), nxt))
+        wins, cur = nxt, cur // per
+    return wins
 
 
 def reduce_all(group: str, arr: Any, count: int, per: int = FAN) -> Any:

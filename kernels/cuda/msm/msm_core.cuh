@@ -18,6 +18,7 @@
 #pragma once
 #include "../ec/xyzz.cuh"
 #include "digits.cuh"
+#include "slices.cuh"
 
 // canon holds the tail's canonical scalars in entry order: row t is entry t's, whose point is idx[t]
 // (or t where there is no idx), so the sort reads them in order.
@@ -213,21 +214,6 @@ __device__ __forceinline__ void accumulate(const uint32_t* points, const uint32_
     acc.store(partial + (uint64_t)it * X::WORDS);
 }
 
-// An XYZZ row by 16-byte loads (rows are 192 or 384 bytes, so 16-byte aligned): a warp's 4-byte
-// loads of 32 rows each touch 32 lines, and Nsight Compute on the H200 found the bucket-sum
-// kernel bound by them (L1 77% busy, DRAM 12%).
-template <class F>
-__device__ __forceinline__ Xyzz<F> load_row(const uint32_t* p) {
-    typedef Xyzz<F> X;
-    uint32_t w[X::WORDS];
-    const uint4* q = reinterpret_cast<const uint4*>(p);
-    UNROLL for (int i = 0; i < X::WORDS / 4; i++) {
-        const uint4 t = q[i];
-        w[4 * i] = t.x; w[4 * i + 1] = t.y; w[4 * i + 2] = t.z; w[4 * i + 3] = t.w;
-    }
-    return X::load(w);
-}
-
 template <class F>
 __device__ __forceinline__ void bucket_sum(const uint32_t* partial, const uint32_t* count, const uint32_t* item_off, uint32_t nb, uint32_t L,
                                            uint32_t* buckets) {
@@ -240,37 +226,14 @@ __device__ __forceinline__ void bucket_sum(const uint32_t* partial, const uint32
     acc.store(buckets + (uint64_t)b * X::WORDS);
 }
 
-// Slice j of window w covers buckets [lo, lo + len): out = sum_b (b + 1) bucket[b] over the slice.
-// Bucket g (window-major) is rows[g], or, with count (no heavy buckets: the bucket-sum pass folded
-// in), the sum of its ceil(count[g] / L) work items' rows from rows[item_off[g]].
+// Slice j of window w covers buckets [lo, lo + len): out = sum_b (b + 1) bucket[b] over the slice
+// (slices.cuh, one level).
 template <class F>
 __device__ __forceinline__ void segments(const uint32_t* rows, const uint32_t* count, const uint32_t* item_off, uint32_t L,
                                          uint32_t half, uint32_t nseg, uint32_t nwin, uint32_t* out) {
-    typedef Xyzz<F> X;
     uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= nseg * nwin) return;
-    uint32_t w = t / nseg, j = t % nseg, len = half / nseg, lo = j * len;
-    const uint64_t first = (uint64_t)w * half;
-    X S = X::infinity(), T = X::infinity();
-    for (int b = (int)(lo + len) - 1; b >= (int)lo; b--) {
-        const uint64_t g = first + b;
-        if (!count) {
-            S.add(load_row<F>(rows + g * X::WORDS));
-        } else {
-            const uint32_t k = (count[g] + L - 1) / L, off = item_off[g];
-            for (uint32_t i = 0; i < k; i++) S.add(load_row<F>(rows + (uint64_t)(off + i) * X::WORDS));
-        }
-        T.add(S);
-    }
-    // T = sum (b - lo + 1) bucket[b]; add lo * S, doubling from lo's top bit only (at c = 22
-    // the slices' offsets have 21 bits: 32 doublings a thread would add half again to its work)
-    X R = X::infinity();
-    for (int bit = lo ? 31 - __clz(lo) : -1; bit >= 0; bit--) {
-        R = R.dbl();
-        if ((lo >> bit) & 1) R.add(S);
-    }
-    R.add(T);
-    R.store(out + (uint64_t)t * X::WORDS);
+    slice_sum<F>(t, rows, count, item_off, L, half, nseg, 0u, 0u, nseg, out, nullptr);
 }
 
 template <class F>
@@ -341,6 +304,12 @@ __device__ __forceinline__ void finish(const uint32_t* win, int nwin, int c, con
     extern "C" __global__ void MSM_SEG_BOUNDS G##_segments(const uint32_t* rows, const uint32_t* count, const uint32_t* item_off,           \
                                             uint32_t L, uint32_t half, uint32_t nseg, uint32_t nwin, uint32_t* out) {          \
         segments<F>(rows, count, item_off, L, half, nseg, nwin, out);                                                        \
+    }                                                                                                                        \
+    extern "C" __global__ void MSM_SEG_BOUNDS G##_slices(const uint32_t* rows, const uint32_t* count, const uint32_t* item_off, \
+                                            uint32_t L, uint32_t half, uint32_t nseg, uint32_t nwin, uint32_t flags,          \
+                                            uint32_t scale, uint32_t ostride, uint32_t* out, uint32_t* out_s) {              \
+        uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;                                                                  \
+        if (t < nseg * nwin) slice_sum<F>(t, rows, count, item_off, L, half, nseg, flags, scale, ostride, out, out_s);       \
     }                                                                                                                        \
     extern "C" __global__ void G##_reduce(const uint32_t* in, uint64_t count, uint32_t per, uint32_t* out) {                \
         reduce<F>(in, count, per, out);                                                                                      \
