@@ -85,11 +85,14 @@ class ProveHandle:
     z_placed: Any = None  # z where ``placed_on`` computes, reused by the B2 MSM
     placed_on: str = ""
     acc_b2: Any = None  # Σ z_j B2_j (G2 row) when prove_start made it (b2=True)
-    # RESULTS = "finish": the acc_* above are still where they were computed, and this is what
-    # reading them waits for (Backend.detach); settle() reads them
+    # RESULTS = "finish": the backend that still holds the acc_* above (the handle's may be the
+    # CPU's by then) and what reading them waits for (Backend.detach); settle() reads them
+    results_on: Any = None
     pending: Any = None
-    unread: bool = False
-    results_on: Any = None  # the backend that holds them (the handle's may be the CPU's by then)
+
+    @property
+    def unread(self) -> bool:
+        return self.results_on is not None
 
 
 def settle(handle: ProveHandle) -> None:
@@ -102,7 +105,7 @@ def settle(handle: ProveHandle) -> None:
     got = hd.results_on.fetch_detached(hd.pending, [getattr(hd, k) for k in names])
     for k, v in zip(names, got):
         setattr(hd, k, np.asarray(v))
-    hd.pending, hd.unread = None, False
+    hd.results_on = hd.pending = None
 
 
 def evaluate(r1cs: R1CS, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -246,7 +249,7 @@ def prove_start(
             acc[name] = msm(name, *witness_msms[name], g2=name == "b2")
     del witness_msms
     z_d = None if b2 else z_d  # B2 was its last reader
-    pending, unread = (backend.detach(), True) if RESULTS == "finish" else (None, False)
+    unread = RESULTS == "finish"
     # read now, fetch joining any MSM ends still beside; or left for settle()
     got = acc if unread else {name: np.asarray(backend.fetch(x)) for name, x in acc.items()}
     tm = {g: backend.elapsed_ms(t0, t1) for g, t0, t1 in zip(groups, marks, marks[1:])}
@@ -270,9 +273,8 @@ def prove_start(
         z_placed=z_d,
         placed_on=backend.name,
         acc_b2=acc_b2,
-        pending=pending,
-        unread=unread,
         results_on=backend if unread else None,
+        pending=backend.detach() if unread else None,
     )
 
 

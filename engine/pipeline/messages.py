@@ -186,8 +186,9 @@ class AbcUnmapped:
 
 @dataclass(frozen=True)
 class Proved:
-    """A partition's proof and the time of its B2/assembly half in ms. (The orchestrator
-    verifies it against the public inputs it derives from the job, never the prover's z.)"""
+    """A partition's proof and its B2 MSM's time in ms (the finalize half's where that was not
+    timed). (The orchestrator verifies it against the public inputs it derives from the job,
+    never the prover's z.)"""
 
     worker: str
     key: PartKey

@@ -189,14 +189,8 @@ class CudaBackend:
 
     @_on_stream
     def fetch(self, a: Any) -> np.ndarray:
-        if not _is_device(a):
-            return np.asarray(a)
-        # the stream waits for the MSM ends queued beside it (none unless SEALTOP_MSM_ENDS=side);
-        # their blocks go once the copy has synchronized it
-        held = self._ends().join()
-        out = to_host(a)
-        del held
-        return out
+        # after the thread's MSM ends still beside (none with SEALTOP_MSM_ENDS=inline)
+        return self.fetch_detached(self._ends(), [a])[0]
 
     def detach(self) -> Any:
         """This thread's MSM ends not yet joined (msm_ends.Ends), handed over; the thread starts
