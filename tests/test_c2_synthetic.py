@@ -53,3 +53,23 @@ def test_seeds_make_different_sectors_and_repeat():
     assert (a.ticket, a.seed, a.comm_r) != (b.ticket, b.seed, b.comm_r)
     with pytest.raises(ValueError):
         synthetic_c1(proof, 1, partitions=2)
+
+
+def test_batched_stand_ins_are_the_keyed_hash_of_what_they_stand_in_for():
+    import hashlib
+    import struct
+
+    import numpy as np
+
+    from engine.c2.synthetic import _StandIns
+
+    seed = secrets.randbelow(1 << 64)
+    rng = np.random.default_rng(secrets.randbits(64))
+    a = np.concatenate([[0, 9, 10], rng.integers(0, 1 << 62, 40)])
+    b = np.concatenate([[0, 99, 1 << 62], rng.integers(0, 1 << 40, 40)])
+    for name in ("label", "tree_c", "tree_r_last"):
+        got = _StandIns(seed).batch(name, a, b)
+        for r in range(len(a)):
+            msg = b"sealtop-synthetic-c1" + struct.pack("<Q", seed) + repr((name, int(a[r]), int(b[r]))).encode()
+            d = hashlib.sha256(msg).digest()
+            assert bytes(got[r]) == d[:31] + bytes([d[31] & 0x3F])

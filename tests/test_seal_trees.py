@@ -127,6 +127,17 @@ def test_numba_sha256_matches_hashlib(length: int) -> None:
         assert bytes(cut[i]) == trunc(d)
 
 
+def test_numba_sha256_of_rows_of_different_lengths_matches_hashlib() -> None:
+    width = 150  # up to three blocks; every length across the block edges, in random order
+    lengths = np.random.default_rng(int.from_bytes(os.urandom(8), "little")).permutation(width + 1)
+    msgs = np.frombuffer(os.urandom(len(lengths) * width), np.uint8).reshape(len(lengths), width)
+    out = sha256_rows(msgs, trim=True, lengths=lengths)
+    for i, n in enumerate(lengths):
+        assert bytes(out[i]) == trunc(hashlib.sha256(msgs[i, :n].tobytes()).digest())
+    with pytest.raises(ValueError, match="lengths"):
+        sha256_rows(msgs, lengths=lengths + 1)
+
+
 def test_sha256_pairs_is_tree_d_node_hash() -> None:
     pairs = 2 * 1024 + 50  # across the kernel's chunks of 1024 pairs, the last one partial
     nodes = np.frombuffer(os.urandom(32 * 2 * pairs), np.uint8).reshape(2 * pairs, 32)

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable
 
 import numpy as np
+from numba import njit
 
 from engine.seal.c1json import proof_shape
 from engine.seal.challenges import interactive_challenges
 from engine.seal.graph import node_parents
-from engine.seal.hashing import poseidon_nodes
+from engine.seal.hashing import poseidon_nodes, sha256_rows
 from engine.seal.labels import label_node, replica_id
 from engine.seal.registry import SealProof
 from engine.seal.trees import level_arities
@@ -49,6 +49,7 @@ from engine.seal.vanilla import (
 )
 
 NODE = 32
+_KEY = b"sealtop-synthetic-c1"
 
 
 def _trunc(d: bytes) -> bytes:
@@ -63,40 +64,115 @@ def _zero_levels(levels: int) -> list[bytes]:
     return out
 
 
+@njit(cache=True)
+def _stand_in_messages(prefix, name, a, b):
+    """Row r: ``prefix`` then ``('name', a[r], b[r])`` in ASCII (what a repr of that tuple
+    prints), and each row's length."""
+    width = len(prefix) + len(name) + 2 * 20 + 8
+    msgs = np.zeros((len(a), width), np.uint8)
+    lengths = np.empty(len(a), np.int64)
+    digits = np.empty(20, np.uint8)
+    for r in range(len(a)):
+        p = 0
+        for c in prefix:
+            msgs[r, p] = c
+            p += 1
+        msgs[r, p] = 40  # (
+        msgs[r, p + 1] = 39  # '
+        p += 2
+        for c in name:
+            msgs[r, p] = c
+            p += 1
+        msgs[r, p] = 39
+        p += 1
+        for v in (a[r], b[r]):
+            msgs[r, p] = 44  # ,
+            msgs[r, p + 1] = 32
+            p += 2
+            n = 0
+            while True:
+                digits[n] = 48 + v % 10
+                v //= 10
+                n += 1
+                if v == 0:
+                    break
+            for k in range(n - 1, -1, -1):
+                msgs[r, p] = digits[k]
+                p += 1
+        msgs[r, p] = 41  # )
+        lengths[r] = p + 1
+    return msgs, lengths
+
+
+class _StandIns:
+    """The seeded stand-ins: a truncated SHA-256 of the key, the seed and the repr of a tuple
+    naming what it stands in for (a label, a tree node), one at a time or a batch at once."""
+
+    def __init__(self, seed: int) -> None:
+        self.prefix = _KEY + struct.pack("<Q", seed)
+        self._keyed = hashlib.sha256(self.prefix)
+
+    def one(self, what: bytes) -> bytes:
+        h = self._keyed.copy()
+        h.update(what)
+        return _trunc(h.digest())
+
+    def batch(self, name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """uint8[n, 32]: the stand-in for ``(name, a[r], b[r])`` in row r."""
+        if not len(a):
+            return np.empty((0, NODE), np.uint8)
+        msgs, lengths = _stand_in_messages(np.frombuffer(self.prefix, np.uint8),
+                                           np.frombuffer(name.encode(), np.uint8),
+                                           np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64))
+        return sha256_rows(msgs, trim=True, lengths=lengths)
+
+
 class _SparseTree:
     """A Poseidon tree of Filecoin shape where only some leaves are known: every other subtree
-    is a stand-in node, and every node above a known leaf is the real hash of its children."""
+    is a stand-in node, and every node above a known leaf is the real hash of its children.
+    Per height it keeps the groups a known node sits in with all their children (known or
+    stand-in), which is all any path of a known leaf reads."""
 
-    def __init__(self, leaves: dict[int, bytes], nodes: int, shape: tuple[int, int, int],
-                 stand_in: Callable[[int, int], bytes]) -> None:
+    def __init__(self, leaves: np.ndarray, values: np.ndarray, nodes: int, shape: tuple[int, int, int],
+                 stand_ins: _StandIns, name: str) -> None:
         self.arities = level_arities(nodes, shape)
-        self.levels: list[dict[int, bytes]] = [dict(leaves)]
-        self._stand_ins: dict[tuple[int, int], bytes] = {}
-        self.stand_in = stand_in
+        self.leaves = leaves  # sorted node indices
+        self.values = values  # uint8[len(leaves), 32]
+        self.groups: list[np.ndarray] = []  # per height: the sorted group indices
+        self.rows: list[np.ndarray] = []  # per height: uint8[groups, arity, 32], their children
+        known, vals = leaves, values
         for height, a in enumerate(self.arities):
-            known = self.levels[-1]
-            groups = sorted({i // a for i in known})
-            rows = [self._node(height, g * a + j) for g in groups for j in range(a)]
-            hashed = poseidon_nodes(np.frombuffer(b"".join(rows), np.uint8).reshape(-1, NODE), a)
-            self.levels.append(dict(zip(groups, (bytes(h) for h in hashed))))
-        (self.root,) = self.levels[-1].values()
+            groups = np.unique(known // a)
+            kids = (groups[:, None] * a + np.arange(a)).reshape(-1)
+            at = np.minimum(np.searchsorted(known, kids), len(known) - 1)
+            hit = known[at] == kids
+            rows = np.empty((len(kids), NODE), np.uint8)
+            rows[hit] = vals[at[hit]]
+            miss = ~hit
+            rows[miss] = stand_ins.batch(name, np.full(int(miss.sum()), height), kids[miss])
+            self.groups.append(groups)
+            self.rows.append(rows.reshape(len(groups), a, NODE))
+            known, vals = groups, poseidon_nodes(rows, a)
+        self.root = bytes(vals[0])
 
-    def _node(self, height: int, i: int) -> bytes:
-        got = self.levels[height].get(i)
-        if got is None:  # a path asks again for the stand-ins its level's hash took
-            got = self._stand_ins.get((height, i))
-            if got is None:
-                got = self._stand_ins[(height, i)] = self.stand_in(height, i)
-        return got
-
-    def path(self, leaf: int) -> list[tuple[list[bytes], int]]:
-        """(siblings, slot) per level, leaves up, as Filecoin's PathElements."""
-        out = []
-        i = leaf
-        for height, a in enumerate(self.arities):
-            start = i - i % a
-            out.append(([self._node(height, j) for j in range(start, start + a) if j != i], i % a))
-            i //= a
+    def paths(self) -> dict[int, list[tuple[list[bytes], int]]]:
+        """Every known leaf's path: (siblings, slot) per level, leaves up, as Filecoin's
+        PathElements."""
+        levels = []
+        idx = self.leaves
+        for a, groups, rows in zip(self.arities, self.groups, self.rows):
+            flat = rows.tobytes()
+            kids = [flat[k:k + NODE] for k in range(0, len(flat), NODE)]
+            first = (np.searchsorted(groups, idx // a) * a).tolist()
+            levels.append((kids, first, (idx % a).tolist(), a))
+            idx = idx // a
+        out = {}
+        for r, leaf in enumerate(self.leaves.tolist()):
+            path = []
+            for kids, first, slots, a in levels:
+                p, s = first[r], slots[r]
+                path.append((kids[p:p + s] + kids[p + s + 1:p + a], s))
+            out[leaf] = path
         return out
 
 
@@ -107,15 +183,10 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
     parts = proof.partitions if partitions is None else partitions
     if not 1 <= parts <= proof.partitions:
         raise ValueError(f"{proof.name} has partitions 1..{proof.partitions}, not {parts}")
-    keyed = hashlib.sha256(b"sealtop-synthetic-c1" + struct.pack("<Q", seed))
-
-    def prf_of(what: bytes) -> bytes:
-        h = keyed.copy()
-        h.update(what)
-        return _trunc(h.digest())
+    stand_ins = _StandIns(seed)
 
     def prf(*what: object) -> bytes:  # a stand-in named by the repr of what it stands in for
-        return prf_of(repr(what).encode())
+        return stand_ins.one(repr(what).encode())
 
     prover = prover_id if prover_id is not None else prf("prover_id")
     ticket, interactive_seed = prf("ticket"), prf("seed")
@@ -127,37 +198,34 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
     challenges = [interactive_challenges(proof, rid, interactive_seed, k) for k in range(parts)]
     parents = {c: node_parents(proof, c) for cs in challenges for c in cs}
     challenged = set(parents)
-    labels: dict[tuple[int, int], bytes] = {}
+    opened = np.array(sorted(challenged | {p for ps in parents.values() for p in ps}), np.int64)
+    layers = np.arange(1, proof.layers + 1)
+    # every label nothing challenges (the parents' columns), in one batch
+    standing = opened[~np.isin(opened, list(challenged))]
+    batch = stand_ins.batch("label", np.repeat(standing, proof.layers), np.tile(layers, len(standing)))
+    labels: dict[tuple[int, int], bytes] = dict(zip(
+        ((int(n), int(layer)) for n in standing for layer in layers),
+        (bytes(x) for x in batch)))
 
-    def label(node: int, layer: int) -> bytes:
+    def label(node: int, layer: int) -> bytes:  # a challenged node's real label
         got = labels.get((node, layer))
-        if got is not None:
-            return got
-        if node not in challenged:
-            value = prf_of(b"('label', %d, %d)" % (node, layer))
-        else:
+        if got is None:
             ps = parents[node]
             prev = [label(p, layer) for p in ps[:proof.base_degree]]
             if layer > 1:
                 prev += [label(p, layer - 1) for p in ps[proof.base_degree:]]
-            value = label_node(rid, layer, node, prev)
-        labels[(node, layer)] = value
-        return value
+            got = labels[(node, layer)] = label_node(rid, layer, node, prev)
+        return got
 
-    def column(node: int) -> Column:
-        return Column(node, tuple(label(node, layer) for layer in range(1, proof.layers + 1)))
-
-    opened = sorted(challenged | {p for ps in parents.values() for p in ps})
-    columns = {n: column(n) for n in opened}
+    columns = {int(n): Column(int(n), tuple(label(int(n), int(layer)) for layer in layers)) for n in opened}
     # every opened column's hash in one batch: Poseidon of arity = layers over its labels
-    rows = np.frombuffer(b"".join(b"".join(columns[n].rows) for n in opened), np.uint8)
+    rows = np.frombuffer(b"".join(b"".join(columns[int(n)].rows) for n in opened), np.uint8)
     hashed = poseidon_nodes(rows.reshape(-1, NODE), proof.layers)
-    tree_c = _SparseTree({n: bytes(h) for n, h in zip(opened, hashed)}, proof.nodes,
-                         proof.tree_arities, lambda h, i: prf_of(b"('tree_c', %d, %d)" % (h, i)))
+    tree_c = _SparseTree(opened, hashed, proof.nodes, proof.tree_arities, stand_ins, "tree_c")
     # the replica node is data (0 in a CC sector) + key (the last layer's label)
-    tree_r = _SparseTree({c: columns[c].rows[-1] for c in challenged}, proof.nodes,
-                         proof.tree_arities,
-                         lambda h, i: prf_of(b"('tree_r_last', %d, %d)" % (h, i)))
+    ends = np.array(sorted(challenged), np.int64)
+    last = np.frombuffer(b"".join(columns[int(c)].rows[-1] for c in ends), np.uint8).reshape(-1, NODE)
+    tree_r = _SparseTree(ends, last, proof.nodes, proof.tree_arities, stand_ins, "tree_r_last")
     from engine.seal.commitments import comm_r as hash_comm_r
 
     comm_r = hash_comm_r(tree_c.root, tree_r.root)
@@ -165,9 +233,16 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
     def d_path(c: int) -> list[tuple[list[bytes], int]]:
         return [([zeros[h]], (c >> h) & 1) for h in range(d_levels)]
 
-    def col_proof(n: int) -> ColumnProof:
-        return ColumnProof(columns[n], merkle_proof(tree_c.path(n), tree_c.root,
-                                                    tree_c.levels[0][n], proof.tree_arities))
+    c_paths, r_paths = tree_c.paths(), tree_r.paths()
+    c_leaves = dict(zip(opened.tolist(), (bytes(h) for h in hashed)))
+    col_proofs: dict[int, ColumnProof] = {}
+
+    def col_proof(n: int) -> ColumnProof:  # a column opened by several challenges is one object
+        got = col_proofs.get(n)
+        if got is None:
+            got = col_proofs[n] = ColumnProof(columns[n], merkle_proof(c_paths[n], tree_c.root,
+                                                                       c_leaves[n], proof.tree_arities))
+        return got
 
     vanilla = []
     for cs in challenges:
@@ -181,7 +256,7 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
                 for layer in range(1, proof.layers + 1))
             part.append(VanillaProof(
                 comm_d_proofs=merkle_proof(d_path(c), comm_d, zeros[0], (2, 0, 0)),
-                comm_r_last_proof=merkle_proof(tree_r.path(c), tree_r.root, tree_r.levels[0][c],
+                comm_r_last_proof=merkle_proof(r_paths[c], tree_r.root, columns[c].rows[-1],
                                                proof.tree_arities),
                 replica_column_proofs=ReplicaColumnProof(col_proof(c), drg, exp),
                 labeling_proofs=labeling,

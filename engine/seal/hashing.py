@@ -108,10 +108,10 @@ def store_digest(state, out, off, trim):
 
 
 @njit(cache=True, parallel=True)
-def _sha256_rows(msgs, out, trim):
-    n, length = msgs.shape
-    total = (length + 9 + 63) // 64 * 64
-    for r in prange(n):
+def _sha256_rows(msgs, lengths, out, trim):
+    for r in prange(msgs.shape[0]):
+        length = lengths[r]
+        total = (length + 9 + 63) // 64 * 64
         w = np.empty(64, np.uint32)
         state = SHA256_IV.copy()
         block = np.zeros(64, np.uint8)
@@ -132,14 +132,21 @@ def _sha256_rows(msgs, out, trim):
         store_digest(state, out[r], 0, trim)
 
 
-def sha256_rows(msgs: np.ndarray, trim: bool = False) -> np.ndarray:
-    """SHA-256 of each row of uint8[n, length] (equal-length messages) → uint8[n, 32]; with
-    ``trim`` each digest is truncated to a field element as Filecoin truncates."""
+def sha256_rows(msgs: np.ndarray, trim: bool = False, lengths: np.ndarray | None = None) -> np.ndarray:
+    """SHA-256 of each row of uint8[n, width] → uint8[n, 32]: the whole row, or its first
+    ``lengths[r]`` bytes (messages of different lengths in one batch); with ``trim`` each digest
+    is truncated to a field element as Filecoin truncates."""
     m = np.ascontiguousarray(msgs, np.uint8)
     if m.ndim != 2:
         raise ValueError(f"SHA-256 rows need uint8[n, length], got shape {m.shape}")
+    if lengths is None:
+        lens = np.full(m.shape[0], m.shape[1], np.int64)
+    else:
+        lens = np.ascontiguousarray(lengths, np.int64)
+        if lens.shape != (m.shape[0],) or (len(lens) and (lens.min() < 0 or lens.max() > m.shape[1])):
+            raise ValueError(f"SHA-256 rows: lengths must be n = {m.shape[0]} values in 0..{m.shape[1]}")
     out = np.empty((m.shape[0], 32), np.uint8)
-    _sha256_rows(m, out, trim)
+    _sha256_rows(m, lens, out, trim)
     return out
 
 

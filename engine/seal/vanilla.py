@@ -134,7 +134,7 @@ def merkle_proof(levels: Sequence[tuple[Sequence[bytes], int]], root: bytes, lea
     """A MerkleProof from a plain path (siblings and index per level, leaf first), split into
     base, sub and top levels as the tree's arities say (a sub or top level is the last one or
     two)."""
-    els = tuple(PathElement(tuple(bytes(h) for h in hs), int(i)) for hs, i in levels)
+    els = tuple(PathElement(tuple(map(bytes, hs)), int(i)) for hs, i in levels)
     has_sub, has_top = arities[1] > 0, arities[2] > 0
     if has_top:
         return MerkleProof(TOP, root, leaf, els[:-2], els[-2:-1], els[-1:])
