@@ -8,6 +8,9 @@ worker runs (C2Circuit.witness_of: the aux values from the C1 partition, fill_in
 numba interpreter) on one partition of a synthetic sector, into a buffer kept between rounds
 as the worker keeps its own, after a warm-up round (JIT, first-touch page faults); then the
 compact form the worker writes with abc_eval = "gpu" (its "eval" timer), median of the rounds.
+Each thread count runs twice: bit-only stages in groups of instances (engine.circuit.bitslice,
+what the worker runs) and every instance through the interpreter (the path before it), on the
+same inputs into two buffers; the table's last column says whether the two witnesses are equal.
 First, the time to make a whole synthetic sector: what a job's dispatcher waits for before it
 hands out the job's first partition.
 
@@ -81,21 +84,30 @@ def main(argv: list[str] | None = None) -> int:
     words = np.empty(layout.words, np.uint64)
     write_compact(z, words, layout)  # warm-up
 
+    plain = np.empty_like(z)
+    circuit.witness_of(part, statement, plain, sliced=False)  # warm-up of the interpreter's path
     rows = []
     for n in threads:
         numba.set_num_threads(n)
-        wall, cpu, packed = [], [], []
-        for _ in range(args.repeat):
-            t, c = time.perf_counter(), time.process_time()
-            circuit.witness_of(part, statement, z)
-            wall.append(time.perf_counter() - t)
-            cpu.append(time.process_time() - c)
-            t = time.perf_counter()
-            write_compact(z, words, layout)
-            packed.append(time.perf_counter() - t)
-        rows.append([str(n), f"{min(wall):.3f}", f"{statistics.median(wall):.3f}", f"{min(cpu):.3f}",
-                     f"{circuit.shape.num_vars / min(wall) / 1e6:.1f}", f"{statistics.median(packed):.3f}"])
-    print("\n".join(table(["threads", "min s", "median s", "min CPU s", "M vars/s", "compact s"], rows)))
+        first = None
+        for sliced in (True, False):
+            into = z if sliced else plain
+            wall, cpu, packed = [], [], []
+            for _ in range(args.repeat):
+                t, c = time.perf_counter(), time.process_time()
+                circuit.witness_of(part, statement, into, sliced=sliced)
+                wall.append(time.perf_counter() - t)
+                cpu.append(time.process_time() - c)
+                t = time.perf_counter()
+                write_compact(into, words, layout)
+                packed.append(time.perf_counter() - t)
+            first = first or min(wall)
+            rows.append([str(n), "sliced" if sliced else "interpreter", f"{min(wall):.3f}",
+                         f"{statistics.median(wall):.3f}", f"{min(cpu):.3f}",
+                         f"{circuit.shape.num_vars / min(wall) / 1e6:.1f}", f"{statistics.median(packed):.3f}",
+                         f"{min(wall) / first:.2f}", "" if sliced else str(bool(np.array_equal(z, plain)))])
+    print("\n".join(table(["threads", "path", "min s", "median s", "min CPU s", "M vars/s", "compact s",
+                           "x sliced", "same z"], rows)))
     print(f"host CPUs: {numba.config.NUMBA_NUM_THREADS}")  # type: ignore[attr-defined]
     return 0
 

@@ -5,7 +5,9 @@ Two interpreters of the same program (template.py's opcodes):
   numba, the instances of one depth (a wave) in parallel (prange). Bit operations only test and write 0/1;
   linear combinations skip zero wires and add the coefficient for a one wire, so the
   multiplications are spent on the general values only. Poseidon runs natively and writes
-  every S-box wire.
+  every S-box wire. A stage whose template only computes bits (SHA-256's) runs its instances in
+  groups, one bit of a uint64 each (engine.circuit.bitslice): 86 % of a porep-32g partition's
+  interpreter time was such stages.
 - :func:`witness_python` works on Python ints; it is slow and serves as an independent oracle
   for small circuits.
 """
@@ -19,6 +21,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from engine.circuit.bitslice import LANES, run_sliced, written_locals
 from engine.circuit.builder import CircuitShape, Stage
 from engine.circuit.coverage import writes_every_variable
 from engine.circuit.poseidon_native import permute, poseidon_tables
@@ -140,8 +143,9 @@ def _poseidon(z, out, arity, args, a0, irow, inflat, base, n_in, pool, meta):
 _SPREAD = 64
 
 # stage table columns: offset of the stage's instances in the bases array, inputs, locals,
-# offset of its input map in inflat, first op, ops, first constant
-_S_BOFF, _S_N_IN, _S_N_LOC, _S_IN_OFF, _S_OP0, _S_NOPS, _S_COFF = range(7)
+# offset of its input map in inflat, first op, ops, first constant, and for a template that runs
+# sliced (engine.circuit.bitslice) the offset and count of its written locals in the written array
+_S_BOFF, _S_N_IN, _S_N_LOC, _S_IN_OFF, _S_OP0, _S_NOPS, _S_COFF, _S_WR0, _S_NWR = range(9)
 
 
 @njit(cache=True)
@@ -220,16 +224,31 @@ def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, bases, pool
             _poseidon(z, out, args[a0], args, a0 + 1, irow, inflat, base, n_in, pool, meta)
 
 
+@njit(cache=True)
+def _run_unit(z, stage, inst, lanes, stages, ops, args, consts, inflat, bases, pool, meta, written):
+    """One instance through the interpreter (lanes 0), or ``lanes`` instances from ``inst`` on
+    of a bit-only stage at once."""
+    if lanes == 0:
+        _run_instance(z, stage, inst, stages, ops, args, consts, inflat, bases, pool, meta)
+        return
+    n_in = stages[stage, _S_N_IN]
+    run_sliced(z, lanes, n_in, stages[stage, _S_N_LOC], stages[stage, _S_IN_OFF] + inst * n_in,
+               stages[stage, _S_BOFF] + inst, stages[stage, _S_OP0], stages[stage, _S_NOPS], ops, args,
+               inflat, bases, written, stages[stage, _S_WR0], stages[stage, _S_NWR])
+
+
 @njit(cache=True, parallel=True)
-def _run_items_parallel(z, items, stages, ops, args, consts, inflat, bases, pool, meta):
-    for j in prange(items.shape[0]):
-        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, bases, pool, meta)
+def _run_units_parallel(z, units, stages, ops, args, consts, inflat, bases, pool, meta, written):
+    for j in prange(units.shape[0]):
+        _run_unit(z, units[j, 0], units[j, 1], units[j, 2], stages, ops, args, consts, inflat, bases, pool,
+                  meta, written)
 
 
 @njit(cache=True)
-def _run_items_serial(z, items, stages, ops, args, consts, inflat, bases, pool, meta):
-    for j in range(items.shape[0]):
-        _run_instance(z, items[j, 0], items[j, 1], stages, ops, args, consts, inflat, bases, pool, meta)
+def _run_units_serial(z, units, stages, ops, args, consts, inflat, bases, pool, meta, written):
+    for j in range(units.shape[0]):
+        _run_unit(z, units[j, 0], units[j, 1], units[j, 2], stages, ops, args, consts, inflat, bases, pool,
+                  meta, written)
 
 
 @dataclass
@@ -241,11 +260,31 @@ class WitnessProgram:
     ops: np.ndarray  # int64[n_ops, 4], arg offsets made global
     args: np.ndarray
     consts: np.ndarray  # uint64[n, 4]
-    stages: np.ndarray  # int64[n_stages, 7]: bases_off, n_in, n_loc, in_off, op0, n_ops, const_off
+    stages: np.ndarray  # int64[n_stages, 9]: bases_off, n_in, n_loc, in_off, op0, n_ops, const_off, wr0, n_wr
     inflat: np.ndarray  # int64: every stage's input map, flattened
     bases: np.ndarray  # int64: every stage's instance bases, one after the other
     waves: list[np.ndarray]  # int64[n_items, 2]: (stage, instance), each stage's spread evenly
     costs: list[int] = field(default_factory=list)  # ops per wave
+    written: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sliced templates' written locals
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # instances per stage
+    _units: dict[int, list[np.ndarray]] = field(default_factory=dict)
+
+    def units(self, threads: int, sliced: bool = True) -> list[np.ndarray]:
+        """Per wave, its work for ``threads`` threads as int64[n, 3] rows (stage, first instance,
+        lanes): a bit-only stage's instances in groups of up to bitslice.LANES (about two groups a
+        thread, so that the threads share the stage; one group on one thread), every other
+        stage's instances one at a time (lanes 0); spread over the wave as its items are. Not
+        ``sliced``: every instance alone, the wave's items in their order."""
+        key = threads if sliced else 0
+        got = self._units.get(key)
+        if got is None:
+            if sliced:
+                bit_only = self.stages[:, _S_NWR] > 0
+                got = [_wave_units(w, self.counts, bit_only, threads) for w in self.waves]
+            else:
+                got = [np.column_stack([w, np.zeros(len(w), np.int64)]) for w in self.waves]
+            self._units[key] = got
+        return got
 
 
 def witness_program(shape: CircuitShape) -> WitnessProgram:
@@ -273,7 +312,7 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
     depth = np.fromiter((st.depth for st in shape.stages), np.int64, n_st)
     n_in = np.array([t.n_in for t in shape.templates], np.int64)[tmpl]
     n_ops = np.array([len(t.ops) for t in shape.templates], np.int64)[tmpl]
-    stages = np.zeros((n_st, 7), np.int64)
+    stages = np.zeros((n_st, 9), np.int64)
     stages[:, _S_BOFF] = np.cumsum(count) - count
     stages[:, _S_N_IN] = n_in
     stages[:, _S_N_LOC] = np.array([t.n_loc for t in shape.templates], np.int64)[tmpl]
@@ -281,6 +320,10 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
     stages[:, _S_OP0] = np.array(t_op0, np.int64)[tmpl]
     stages[:, _S_NOPS] = n_ops
     stages[:, _S_COFF] = np.array(t_c0, np.int64)[tmpl]
+    wr = [written_locals(t) for t in shape.templates]
+    wr_n = np.array([0 if w is None else len(w) for w in wr], np.int64)
+    stages[:, _S_WR0] = (np.cumsum(wr_n) - wr_n)[tmpl]
+    stages[:, _S_NWR] = wr_n[tmpl]
     in_l = [np.ascontiguousarray(st.inmap, np.int64).reshape(-1) for st in shape.stages]
     base_l = [np.asarray(st.bases, np.int64) for st in shape.stages]
     # one wave per depth: (stage, instance) items, each stage's instances spread evenly over its
@@ -311,27 +354,47 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
         bases=np.concatenate(base_l) if base_l else np.zeros(0, np.int64),
         waves=waves,
         costs=costs,
+        written=np.concatenate([w for w in wr if w is not None] or [np.zeros(0, np.int64)]),
+        counts=count,
     )
     shape._witness_program = prog  # type: ignore[attr-defined]
     return prog
 
 
+def _wave_units(items: np.ndarray, count: np.ndarray, sliced: np.ndarray, threads: int) -> np.ndarray:
+    """A wave's units for ``threads`` threads (WitnessProgram.units)."""
+    rows = []
+    for st in np.unique(items[:, 0]):
+        c = int(count[st])
+        if sliced[st]:
+            lanes = min(LANES, -(-c // (1 if threads == 1 else 2 * threads)))
+            first = np.arange(0, c, lanes)
+            rows.append(np.stack([np.full(len(first), st), first, np.minimum(lanes, c - first)], 1))
+        else:
+            rows.append(np.stack([np.full(c, st), np.arange(c), np.zeros(c, np.int64)], 1))
+    units = np.concatenate(rows).astype(np.int64)
+    spread = (units[:, 1] * _SPREAD) // count[units[:, 0]]
+    return units[np.argsort(spread, kind="stable")]
+
+
 PARALLEL_MIN_OPS = 20000  # below this a wave runs on one thread: a parallel launch costs more
 
 
-def witness_numba(shape: CircuitShape, z: np.ndarray, parallel: bool | None = None) -> np.ndarray:
+def witness_numba(shape: CircuitShape, z: np.ndarray, parallel: bool | None = None,
+                  sliced: bool = True) -> np.ndarray:
     """Complete ``z`` (from :func:`fill_inputs`) in place, wave by wave; returns z. A wave of
     more than one instance runs on every thread where numba has several and ``parallel`` says
-    so; None decides per wave by its cost (:data:`PARALLEL_MIN_OPS`)."""
+    so; None decides per wave by its cost (:data:`PARALLEL_MIN_OPS`). With ``sliced`` (the
+    default) bit-only stages run in groups of instances (engine.circuit.bitslice); without it,
+    every instance through the interpreter (the same z)."""
     pool, meta = poseidon_tables()
     prog = witness_program(shape)
-    for items, cost in zip(prog.waves, prog.costs):
-        args = (z, items, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, prog.bases, pool, meta)
+    threads = numba.get_num_threads() if parallel is not False else 1
+    for units, cost in zip(prog.units(threads, sliced), prog.costs):
         wide = cost >= PARALLEL_MIN_OPS if parallel is None else parallel
-        if len(items) > 1 and wide and numba.get_num_threads() > 1:
-            _run_items_parallel(*args)  # contiguous shares: see witness_program's waves
-        else:
-            _run_items_serial(*args)
+        run = _run_units_parallel if len(units) > 1 and wide and threads > 1 else _run_units_serial
+        run(z, units, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, prog.bases, pool, meta,
+            prog.written)  # contiguous shares: see the waves' spread
     return z
 
 
