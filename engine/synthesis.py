@@ -327,10 +327,13 @@ def general_capacity(shape) -> int:
     return int(shape.num_vars - bit_vars)
 
 
-def synthesize_compact(witness, r: R1CS, z: np.ndarray, words: np.ndarray, layout) -> tuple[float, float, int]:
+def synthesize_compact(witness, r: R1CS, z: np.ndarray, words: np.ndarray, layout,
+                       known: np.ndarray | None = None) -> tuple[float, float, int]:
     """abc_eval = "gpu"'s synthesis: ``witness(z)`` fills the worker's own buffer ``z`` (no
-    a, b, c are evaluated here), then its compact form is written into the segment words
-    ``words`` laid out by ``layout``. Returns (witness ms, compaction ms, general values)."""
+    a, b, c are evaluated here), and ``known`` where the circuit keeps bits apart (the
+    witness's own, passed to it by the caller), then its compact form is written into the
+    segment words ``words`` laid out by ``layout``. Returns (witness ms, compaction ms, general
+    values)."""
     from engine.groth16.compact import write_compact
 
     if z.shape != (r.num_vars, 4) or z.dtype != np.uint64:
@@ -338,7 +341,7 @@ def synthesize_compact(witness, r: R1CS, z: np.ndarray, words: np.ndarray, layou
     t0 = now_ms()
     witness(z)
     t1 = now_ms()
-    g = write_compact(z, words, layout)
+    g = write_compact(z, words, layout, known)
     return t1 - t0, now_ms() - t1, g
 
 
@@ -353,16 +356,19 @@ def compact_layout(circuit) -> WitnessLayout:
 def synthesize_to_segment(circuit, seed: int, partition: int, partitions: int, words: np.ndarray,
                           buffers: dict[str, np.ndarray], source: Any = None,
                           inputs: Any = None) -> tuple[float, float]:
-    """A synthesis worker's task with abc_eval = "gpu": the witness into the worker's own z
-    (kept in ``buffers`` for the next partition of the same circuit, the last circuit's only),
-    its compact form into the segment ``words``. Returns (witness ms, compaction ms)."""
+    """A synthesis worker's task with abc_eval = "gpu": the witness into the worker's own z and
+    known bits (kept in ``buffers`` for the next partition of the same circuit, the last
+    circuit's only), its compact form into the segment ``words``. Returns (witness ms,
+    compaction ms)."""
     nv = circuit.r1cs.num_vars
     z = buffers.get(circuit.name)
     if z is None or z.shape[0] != nv:
         buffers.clear()
         z = buffers[circuit.name] = np.empty((nv, 4), np.uint64)
+        buffers[circuit.name + "/known"] = np.full(nv, 2, np.uint8)  # nothing known apart yet
+    known = buffers[circuit.name + "/known"]
     w_ms, c_ms, _ = synthesize_compact(
-        lambda out: circuit.witness(seed, partition, partitions, out, source, inputs), circuit.r1cs, z, words,
-        compact_layout(circuit),
+        lambda out: circuit.witness(seed, partition, partitions, out, source, inputs, known=known), circuit.r1cs,
+        z, words, compact_layout(circuit), known,
     )
     return w_ms, c_ms

@@ -8,9 +8,11 @@ worker runs (C2Circuit.witness_of: the aux values from the C1 partition, fill_in
 numba interpreter) on one partition of a synthetic sector, into a buffer kept between rounds
 as the worker keeps its own, after a warm-up round (JIT, first-touch page faults); then the
 compact form the worker writes with abc_eval = "gpu" (its "eval" timer), median of the rounds.
-Each thread count runs twice: bit-only stages in groups of instances (engine.circuit.bitslice,
-what the worker runs) and every instance through the interpreter (the path before it), on the
-same inputs into two buffers; the table's last column says whether the two witnesses are equal.
+Each thread count runs three paths to the compact form on the same inputs, each into buffers
+of its own: what the worker runs (bit-only stages in groups of instances, engine.circuit.bitslice,
+their bits kept apart from z for the compact form), the same into the whole z, and every instance
+through the interpreter (the path before both); the last column says whether each compact form
+is the worker's, byte for byte.
 First, the time to make a whole synthetic sector: what a job's dispatcher waits for before it
 hands out the job's first partition.
 
@@ -79,35 +81,38 @@ def main(argv: list[str] | None = None) -> int:
     print(f"a whole synthetic sector ({proof.partitions} partitions): median "
           f"{statistics.median(made):.3f} s of {len(made)}", flush=True)
 
-    # what the worker does next with abc_eval = "gpu" (its "eval" timer): the compact form
+    # the three ways to the compact form (abc_eval = "gpu"), each into buffers of its own kept
+    # between rounds as a worker keeps them: what the worker runs (bit-only stages sliced, their
+    # bits kept apart from z), sliced into the whole z, and the interpreter (the path before)
     layout = WitnessLayout(circuit.shape.num_vars, general_capacity(circuit.shape))
-    words = np.empty(layout.words, np.uint64)
-    write_compact(z, words, layout)  # warm-up
-
-    plain = np.empty_like(z)
-    circuit.witness_of(part, statement, plain, sliced=False)  # warm-up of the interpreter's path
+    paths = {"worker": dict(sliced=True, known=np.full(circuit.shape.num_vars, 2, np.uint8)),
+             "sliced, whole z": dict(sliced=True, known=None), "interpreter": dict(sliced=False, known=None)}
+    bufs = {name: (z if name == "worker" else np.empty_like(z), np.zeros(layout.words, np.uint64)) for name in paths}
+    for name, how in paths.items():  # warm-up: JIT and first touch
+        circuit.witness_of(part, statement, bufs[name][0], **how)
+        write_compact(bufs[name][0], bufs[name][1], layout, how["known"])
     rows = []
     for n in threads:
         numba.set_num_threads(n)
         first = None
-        for sliced in (True, False):
-            into = z if sliced else plain
+        for name, how in paths.items():
+            into, words = bufs[name]
             wall, cpu, packed = [], [], []
             for _ in range(args.repeat):
                 t, c = time.perf_counter(), time.process_time()
-                circuit.witness_of(part, statement, into, sliced=sliced)
+                circuit.witness_of(part, statement, into, **how)
                 wall.append(time.perf_counter() - t)
                 cpu.append(time.process_time() - c)
                 t = time.perf_counter()
-                write_compact(into, words, layout)
+                write_compact(into, words, layout, how["known"])
                 packed.append(time.perf_counter() - t)
-            first = first or min(wall)
-            rows.append([str(n), "sliced" if sliced else "interpreter", f"{min(wall):.3f}",
-                         f"{statistics.median(wall):.3f}", f"{min(cpu):.3f}",
-                         f"{circuit.shape.num_vars / min(wall) / 1e6:.1f}", f"{statistics.median(packed):.3f}",
-                         f"{min(wall) / first:.2f}", "" if sliced else str(bool(np.array_equal(z, plain)))])
-    print("\n".join(table(["threads", "path", "min s", "median s", "min CPU s", "M vars/s", "compact s",
-                           "x sliced", "same z"], rows)))
+            total = min(wall) + statistics.median(packed)
+            first = first or total
+            same = np.array_equal(words, bufs["worker"][1])
+            rows.append([str(n), name, f"{min(wall):.3f}", f"{statistics.median(wall):.3f}", f"{min(cpu):.3f}",
+                         f"{statistics.median(packed):.3f}", f"{total:.3f}", f"{total / first:.2f}", str(same)])
+    print("\n".join(table(["threads", "path", "witness min s", "median s", "min CPU s", "compact s",
+                           "both s", "x worker", "same compact"], rows)))
     print(f"host CPUs: {numba.config.NUMBA_NUM_THREADS}")  # type: ignore[attr-defined]
     return 0
 

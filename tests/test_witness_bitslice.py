@@ -17,6 +17,7 @@ from engine.circuit.bitslice import written_locals
 from engine.circuit.builder import CircuitBuilder
 from engine.circuit.template import OP_ADDW, OP_AND, OP_CH, OP_LIN, OP_MAJ, OP_XOR, Tracer
 from engine.circuit.witness import fill_inputs, witness_numba, witness_program, witness_python
+from engine.groth16.compact import WitnessLayout, write_compact
 from kernels.constants import R_MOD
 from kernels.cpu.convert import from_mont_fr
 
@@ -46,16 +47,23 @@ def _random_bit_template(rng: random.Random, n_in: int, n_ops: int) -> Tracer:
     return t
 
 
-def _random_circuit(rng: random.Random, count: int):
+def _random_circuit(rng: random.Random, count: int, sums: bool = False):
     """Two random templates, ``count`` instances of the first over free inputs and ``count // 3``
-    of the second over the first's outputs: two waves."""
+    of the second over the first's outputs: two waves. With ``sums``, a third wave of field
+    sums (not bit-only) over the second's outputs."""
     first = _random_bit_template(rng, 40, 300).finish()
     second = _random_bit_template(rng, 6, 200).finish()
     b = CircuitBuilder("random-bits", 0)
     free = b.free("x", (count, first.n_in))
     (outs,) = b.place(first, free)
     pick = np.array([rng.sample(range(count), second.n_in) for _ in range(count // 3)], np.int64)
-    b.place(second, outs[pick])
+    (last,) = b.place(second, outs[pick])
+    if sums:
+        t = Tracer("sum", 3)
+        out = t.alloc()
+        t.emit(OP_LIN, out, t.lc_args({1: rng.randrange(R_MOD), 2: 3, 3: rng.randrange(R_MOD)}))
+        t.output(out)
+        b.place(t.finish(), last[np.array([rng.sample(range(len(last)), 3) for _ in range(5)], np.int64)])
     return b.compile(matrices=False)
 
 
@@ -133,3 +141,53 @@ def test_filecoins_2kib_witness_is_the_same_sliced_or_not() -> None:
     free = {PRIVATE: assign_mont(circuit.plans[0], part)}
     plain = witness_numba(circuit.shape, fill_inputs(circuit.shape, public_inputs(statement, 0), free), sliced=False)
     assert np.array_equal(sliced, plain)
+
+
+def _compact(z: np.ndarray, layout: WitnessLayout, known: np.ndarray | None = None) -> np.ndarray:
+    buf = np.zeros(layout.words, np.uint64)
+    write_compact(z, buf, layout, known)
+    return buf
+
+
+def test_bits_kept_apart_give_the_same_compact_witness() -> None:
+    """witness_numba with ``known`` writes to z only the bits another stage reads; the compact
+    form written from z and ``known`` is the one written from the whole z, across witnesses
+    that reuse both buffers (stale rows left in z where the bits went apart)."""
+    rng = random.Random(secrets.randbits(64))
+    shape = _random_circuit(rng, rng.choice([64, 100]), sums=True)
+    layout = WitnessLayout(shape.num_vars, shape.num_vars)
+    z = np.full((shape.num_vars, 4), 0xDEADBEEF, np.uint64)
+    known = np.full(shape.num_vars, 2, np.uint8)
+    for _ in range(3):
+        x = [rng.getrandbits(1) for _ in range(shape.regions["x"].size)]
+        full = witness_numba(shape, fill_inputs(shape, [], {"x": x}))
+        witness_numba(shape, fill_inputs(shape, [], {"x": x}, z), known=known)
+        assert np.array_equal(_compact(z, layout, known), _compact(full, layout))
+        assert not np.array_equal(z, full)  # the bits no stage reads stayed out of z
+    assert set(np.unique(known).tolist()) == {0, 1, 2}
+    with pytest.raises(ValueError, match="known"):
+        witness_numba(shape, z, known=known, sliced=False)
+
+
+def test_filecoins_2kib_compact_witness_with_bits_kept_apart() -> None:
+    from engine.c2.assign import Partition
+    from engine.c2.circuit import build_c2
+    from engine.c2.public import Statement
+    from engine.c2.synthetic import synthetic_c1
+    from engine.seal.registry import seal_proof
+    from engine.synthesis import general_capacity
+
+    proof = seal_proof("StackedDrg2KiBV1_1")
+    circuit = build_c2(proof, matrices=False)
+    layout = WitnessLayout(circuit.shape.num_vars, general_capacity(circuit.shape))
+    z = np.empty((circuit.shape.num_vars, 4), np.uint64)
+    known = np.full(circuit.shape.num_vars, 2, np.uint8)
+    for _ in range(2):
+        prover = secrets.token_bytes(31) + b"\0"
+        c1 = synthetic_c1(proof, secrets.randbelow(1 << 32), prover_id=prover, sector_id=5, partitions=1)
+        statement = Statement(proof, prover, 5, c1.ticket, c1.seed, c1.comm_d, c1.comm_r)
+        part = Partition.of_c1(c1, 0)
+        circuit.witness_of(part, statement, z, known=known)
+        full = circuit.witness_of(part, statement)
+        assert np.array_equal(_compact(z, layout, known), _compact(full, layout))
+    assert (known < 2).mean() > 0.9  # most of the witness is SHA-256 bits

@@ -64,10 +64,12 @@ class C2Circuit:
         return self.witness_of(Partition.of_c1(c1, k), statement, out)
 
     def witness_of(self, part: Partition, statement: Statement,
-                   out: np.ndarray | None = None, sliced: bool = True) -> np.ndarray:
+                   out: np.ndarray | None = None, sliced: bool = True,
+                   known: np.ndarray | None = None) -> np.ndarray:
         """As witness, from one partition of a C1 output already read (what a synthesis worker
-        is handed, rather than the whole C1 output). ``sliced=False`` runs every instance through
-        the interpreter (engine.circuit.witness.witness_numba), for comparison."""
+        is handed, rather than the whole C1 output). ``sliced`` and ``known`` as for
+        engine.circuit.witness.witness_numba (``sliced=False``: every instance through the
+        interpreter, for comparison)."""
         k = part.k
         expected = public_inputs(statement, k)
         aux_plan, input_plan = self.plans
@@ -80,7 +82,7 @@ class C2Circuit:
                 f"seed, comm_d or comm_r, or the C1 output of another sector")
         values = assign_mont(aux_plan, part)
         z = fill_inputs(self.shape, expected, {PRIVATE: values}, out)
-        return witness_numba(self.shape, z, sliced=sliced)
+        return witness_numba(self.shape, z, sliced=sliced, known=known)
 
 
 _SHAPE_MODULES = ("boolean.py", "cs.py", "neptune_params.py", "num.py", "poseidon.py", "por.py", "sha256.py",

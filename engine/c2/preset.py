@@ -109,9 +109,9 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
         return PartitionInput(Partition.of_c1(c1, partition), st)
 
     def witness(seed: int, partition: int, partitions: int, out: np.ndarray | None = None,
-                source: Any = None, inputs: Any = None) -> np.ndarray:
+                source: Any = None, inputs: Any = None, known: np.ndarray | None = None) -> np.ndarray:
         got = inputs if inputs is not None else make_inputs(seed, partition, partitions, source)
-        return c.witness_of(got.part, got.statement, out)
+        return c.witness_of(got.part, got.statement, out, known=known)
 
     def public(seed: int, partition: int, partitions: int, source: Any = None) -> list[int]:
         if source is not None:

@@ -34,31 +34,36 @@ _U1 = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices of every range [start, start + length), one after the other."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - ends + lengths, lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
+
+
 def written_locals(t: Template) -> np.ndarray | None:
     """The local slots the template's ops write, ascending, when the template can run sliced;
     None when it cannot (another opcode, a write outside its locals, a local read before any op
     wrote it, a word addition wider than 64 bits)."""
-    if not len(t.ops) or not np.isin(t.ops[:, 0], _BIT_OPS).all():
+    ops = t.ops
+    if not len(ops) or not np.isin(ops[:, 0], _BIT_OPS).all():
         return None
-    args = t.args
-    written: set[int] = set()
-    for code, out, a0, _na in t.ops.tolist():
-        if code == OP_ADDW:
-            nbits, words = int(args[a0]), int(args[a0 + 2])
-            reads = args[a0 + 3 : a0 + 3 + 32 * words] >> 1
-            outs = range(out, out + nbits)
-            if nbits > 64:
-                return None
-        else:
-            reads = args[a0 : a0 + (3 if code in (OP_CH, OP_MAJ) else 2)] >> 1
-            outs = range(out, out + 1)
-        for s in reads.tolist():
-            if s > t.n_in and s not in written:
-                return None
-        if outs.start <= t.n_in or outs.stop - 1 > t.n_in + t.n_loc:
-            return None
-        written.update(outs)
-    return np.array(sorted(written), np.int64)
+    addw = ops[:, 0] == OP_ADDW
+    skip = np.where(addw, 3, 0)  # a word addition's nbits, constant and word count
+    nbits = np.where(addw, t.args[ops[:, 2]], 1)
+    if nbits.max() > 64:
+        return None
+    step = np.arange(len(ops))
+    reads = t.args[_ranges(ops[:, 2] + skip, ops[:, 3] - skip)] >> 1
+    read_by = np.repeat(step, ops[:, 3] - skip)
+    writes = _ranges(ops[:, 1], nbits)
+    if writes.min() <= t.n_in or writes.max() > t.n_in + t.n_loc:
+        return None
+    first_write = np.full(1 + t.n_in + t.n_loc, len(ops))
+    np.minimum.at(first_write, writes, np.repeat(step, nbits))
+    local = reads > t.n_in
+    if (first_write[reads[local]] >= read_by[local]).any():
+        return None
+    return np.unique(writes)
 
 
 @njit(cache=True, inline="always")
@@ -69,11 +74,13 @@ def _operand(planes, c, full):
 
 
 @njit(cache=True)
-def run_sliced(z, lanes, n_in, n_loc, in_row, base_at, op0, nops, ops, args, inflat, bases,
-               written, w0, nw):
+def run_sliced(z, known, lanes, n_in, n_loc, in_row, base_at, op0, nops, ops, args, inflat, bases,
+               slots, w0, nw, e0, ne):
     """Instances base_at .. base_at + lanes - 1 of one stage (their locals start at
     ``bases[base_at + l]``, their inputs at ``inflat[in_row + l * n_in]``) through the stage's
-    ops ``op0 .. op0 + nops - 1``; then every written local back to z."""
+    ops ``op0 .. op0 + nops - 1``; then the locals it writes (``slots[w0:w0 + nw]``) back: to z,
+    or where ``known`` has entries (uint8[num_vars]) each as its 0 or 1 there, and only those
+    other stages read (``slots[e0:e0 + ne]``) to z as well."""
     full = _ALL if lanes == LANES else (_U1 << np.uint64(lanes)) - _U1
     planes = np.zeros(1 + n_in + n_loc, np.uint64)
     planes[0] = full  # slot 0: the one
@@ -125,12 +132,27 @@ def run_sliced(z, lanes, n_in, n_loc, in_row, base_at, op0, nops, ops, args, inf
                 else:  # MAJ
                     r = (x & y) | (x & w) | (y & w)
             planes[out] = r & full
+    if len(known):
+        for lane in range(lanes):
+            lb = np.uint64(lane)
+            base = bases[base_at + lane] - 1 - n_in
+            for j in range(w0, w0 + nw):
+                s = slots[j]
+                known[base + s] = np.uint8((planes[s] >> lb) & _U1)
+        _to_z(z, planes, lanes, bases, base_at, n_in, slots, e0, ne)
+    else:
+        _to_z(z, planes, lanes, bases, base_at, n_in, slots, w0, nw)
+
+
+@njit(cache=True, inline="always")
+def _to_z(z, planes, lanes, bases, base_at, n_in, slots, j0, n):
+    """Locals ``slots[j0:j0 + n]`` of every lane into z, as Montgomery 1 or 0."""
     one0, one1, one2, one3 = _ONE[0], _ONE[1], _ONE[2], _ONE[3]
     for lane in range(lanes):
         lb = np.uint64(lane)
         base = bases[base_at + lane] - 1 - n_in
-        for j in range(w0, w0 + nw):
-            s = written[j]
+        for j in range(j0, j0 + n):
+            s = slots[j]
             g = base + s
             if (planes[s] >> lb) & _U1:
                 z[g, 0] = one0

@@ -303,13 +303,13 @@ def count_porep(p: PorepParams | str) -> tuple[int, dict[str, int]]:
 
 def porep_witness(
     shape: CircuitShape, part: PorepPartition, z: np.ndarray | None = None,
-    parallel: bool | None = None,
+    parallel: bool | None = None, known: np.ndarray | None = None,
 ) -> tuple[list[int], np.ndarray]:
     """(public inputs as ints, full witness z as uint64[num_vars, 4] Montgomery). ``z`` may be
-    a preallocated buffer (shared memory) to write into; ``parallel`` as for
+    a preallocated buffer (shared memory) to write into; ``parallel`` and ``known`` as for
     :func:`engine.circuit.witness.witness_numba`."""
     if shape.name != "porep" or shape.num_public != part.params.num_public:
         raise ValueError("this partition does not belong to this circuit (different shape)")
     z = fill_inputs(shape, part.public, part.free, z)
-    witness_numba(shape, z, parallel)
+    witness_numba(shape, z, parallel, known=known)
     return list(part.public), z

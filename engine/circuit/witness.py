@@ -144,8 +144,9 @@ _SPREAD = 64
 
 # stage table columns: offset of the stage's instances in the bases array, inputs, locals,
 # offset of its input map in inflat, first op, ops, first constant, and for a template that runs
-# sliced (engine.circuit.bitslice) the offset and count of its written locals in the written array
-_S_BOFF, _S_N_IN, _S_N_LOC, _S_IN_OFF, _S_OP0, _S_NOPS, _S_COFF, _S_WR0, _S_NWR = range(9)
+# sliced (engine.circuit.bitslice) the offset and count in the slots array of the locals it
+# writes, then of those of them that another stage or a named region reads
+_S_BOFF, _S_N_IN, _S_N_LOC, _S_IN_OFF, _S_OP0, _S_NOPS, _S_COFF, _S_WR0, _S_NWR, _S_EX0, _S_NEX = range(11)
 
 
 @njit(cache=True)
@@ -225,30 +226,31 @@ def _run_instance(z, stage, inst, stages, ops, args, consts, inflat, bases, pool
 
 
 @njit(cache=True)
-def _run_unit(z, stage, inst, lanes, stages, ops, args, consts, inflat, bases, pool, meta, written):
+def _run_unit(z, known, stage, inst, lanes, stages, ops, args, consts, inflat, bases, pool, meta, slots):
     """One instance through the interpreter (lanes 0), or ``lanes`` instances from ``inst`` on
     of a bit-only stage at once."""
     if lanes == 0:
         _run_instance(z, stage, inst, stages, ops, args, consts, inflat, bases, pool, meta)
         return
     n_in = stages[stage, _S_N_IN]
-    run_sliced(z, lanes, n_in, stages[stage, _S_N_LOC], stages[stage, _S_IN_OFF] + inst * n_in,
+    run_sliced(z, known, lanes, n_in, stages[stage, _S_N_LOC], stages[stage, _S_IN_OFF] + inst * n_in,
                stages[stage, _S_BOFF] + inst, stages[stage, _S_OP0], stages[stage, _S_NOPS], ops, args,
-               inflat, bases, written, stages[stage, _S_WR0], stages[stage, _S_NWR])
+               inflat, bases, slots, stages[stage, _S_WR0], stages[stage, _S_NWR], stages[stage, _S_EX0],
+               stages[stage, _S_NEX])
 
 
 @njit(cache=True, parallel=True)
-def _run_units_parallel(z, units, stages, ops, args, consts, inflat, bases, pool, meta, written):
+def _run_units_parallel(z, known, units, stages, ops, args, consts, inflat, bases, pool, meta, slots):
     for j in prange(units.shape[0]):
-        _run_unit(z, units[j, 0], units[j, 1], units[j, 2], stages, ops, args, consts, inflat, bases, pool,
-                  meta, written)
+        _run_unit(z, known, units[j, 0], units[j, 1], units[j, 2], stages, ops, args, consts, inflat, bases,
+                  pool, meta, slots)
 
 
 @njit(cache=True)
-def _run_units_serial(z, units, stages, ops, args, consts, inflat, bases, pool, meta, written):
+def _run_units_serial(z, known, units, stages, ops, args, consts, inflat, bases, pool, meta, slots):
     for j in range(units.shape[0]):
-        _run_unit(z, units[j, 0], units[j, 1], units[j, 2], stages, ops, args, consts, inflat, bases, pool,
-                  meta, written)
+        _run_unit(z, known, units[j, 0], units[j, 1], units[j, 2], stages, ops, args, consts, inflat, bases,
+                  pool, meta, slots)
 
 
 @dataclass
@@ -260,12 +262,12 @@ class WitnessProgram:
     ops: np.ndarray  # int64[n_ops, 4], arg offsets made global
     args: np.ndarray
     consts: np.ndarray  # uint64[n, 4]
-    stages: np.ndarray  # int64[n_stages, 9]: bases_off, n_in, n_loc, in_off, op0, n_ops, const_off, wr0, n_wr
+    stages: np.ndarray  # int64[n_stages, 11]: bases_off, n_in, n_loc, in_off, op0, n_ops, const_off, and slots
     inflat: np.ndarray  # int64: every stage's input map, flattened
     bases: np.ndarray  # int64: every stage's instance bases, one after the other
     waves: list[np.ndarray]  # int64[n_items, 2]: (stage, instance), each stage's spread evenly
     costs: list[int] = field(default_factory=list)  # ops per wave
-    written: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sliced templates' written locals
+    slots: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sliced templates' written locals
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # instances per stage
     _units: dict[int, list[np.ndarray]] = field(default_factory=dict)
 
@@ -312,7 +314,7 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
     depth = np.fromiter((st.depth for st in shape.stages), np.int64, n_st)
     n_in = np.array([t.n_in for t in shape.templates], np.int64)[tmpl]
     n_ops = np.array([len(t.ops) for t in shape.templates], np.int64)[tmpl]
-    stages = np.zeros((n_st, 9), np.int64)
+    stages = np.zeros((n_st, 11), np.int64)
     stages[:, _S_BOFF] = np.cumsum(count) - count
     stages[:, _S_N_IN] = n_in
     stages[:, _S_N_LOC] = np.array([t.n_loc for t in shape.templates], np.int64)[tmpl]
@@ -320,12 +322,20 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
     stages[:, _S_OP0] = np.array(t_op0, np.int64)[tmpl]
     stages[:, _S_NOPS] = n_ops
     stages[:, _S_COFF] = np.array(t_c0, np.int64)[tmpl]
-    wr = [written_locals(t) for t in shape.templates]
-    wr_n = np.array([0 if w is None else len(w) for w in wr], np.int64)
-    stages[:, _S_WR0] = (np.cumsum(wr_n) - wr_n)[tmpl]
-    stages[:, _S_NWR] = wr_n[tmpl]
     in_l = [np.ascontiguousarray(st.inmap, np.int64).reshape(-1) for st in shape.stages]
     base_l = [np.asarray(st.bases, np.int64) for st in shape.stages]
+    inflat = np.concatenate(in_l) if in_l else np.zeros(0, np.int64)
+    wr = [written_locals(t) for t in shape.templates]
+    ex = _read_elsewhere(shape, wr, inflat)
+    lists = [x for w, e in zip(wr, ex) for x in ((w, e) if w is not None else ())]
+    ends = np.cumsum([0] + [len(x) for x in lists])
+    k = 0
+    for ti, w in enumerate(wr):
+        if w is not None:
+            m = tmpl == ti
+            stages[m, _S_WR0], stages[m, _S_NWR] = ends[k], len(lists[k])
+            stages[m, _S_EX0], stages[m, _S_NEX] = ends[k + 1], len(lists[k + 1])
+            k += 2
     # one wave per depth: (stage, instance) items, each stage's instances spread evenly over its
     # wave in _SPREAD slices. Why: a parallel loop's threads take contiguous shares of the range (numba with the omp
     # layer, chunk size or not), and waves mix dear instances with cheap ones (porep-32g: 216
@@ -350,15 +360,44 @@ def witness_program(shape: CircuitShape) -> WitnessProgram:
         args=np.concatenate(args_l) if args_l else np.zeros(0, np.int64),
         consts=np.ascontiguousarray(np.concatenate(consts_l) if consts_l else np.zeros((0, 4), np.uint64)),
         stages=stages,
-        inflat=np.concatenate(in_l) if in_l else np.zeros(0, np.int64),
+        inflat=inflat,
         bases=np.concatenate(base_l) if base_l else np.zeros(0, np.int64),
         waves=waves,
         costs=costs,
-        written=np.concatenate([w for w in wr if w is not None] or [np.zeros(0, np.int64)]),
+        slots=np.concatenate(lists or [np.zeros(0, np.int64)]).astype(np.int64),
         counts=count,
     )
     shape._witness_program = prog  # type: ignore[attr-defined]
     return prog
+
+
+def _read_elsewhere(shape: CircuitShape, written: list[np.ndarray | None], inflat: np.ndarray) -> list[np.ndarray]:
+    """Per template that runs sliced, the written local slots that some instance of it has read
+    by another stage (through the input maps) or named in a region: the only ones a witness
+    that keeps the rest as bits apart (witness_numba's ``known``) must still put in z."""
+    out = [np.zeros(0, np.int64) for _ in written]
+    sliced = [i for i, st in enumerate(shape.stages) if written[st.template] is not None]
+    if not sliced:
+        return out
+    read = np.unique(np.concatenate([inflat] + [np.asarray(r, np.int64).reshape(-1) for r in shape.regions.values()]))
+    first = np.concatenate([np.asarray(shape.stages[i].bases, np.int64) for i in sliced])
+    owner = np.repeat(np.array(sliced), [shape.stages[i].count for i in sliced])
+    order = np.argsort(first, kind="stable")
+    first, owner = first[order], owner[order]
+    at = np.searchsorted(first, read, side="right") - 1
+    ok = at >= 0
+    read, at = read[ok], at[ok]
+    st = owner[at]
+    tmpl = np.array([shape.stages[i].template for i in range(len(shape.stages))], np.int64)[st]
+    n_in = np.array([t.n_in for t in shape.templates], np.int64)[tmpl]
+    n_loc = np.array([t.n_loc for t in shape.templates], np.int64)[tmpl]
+    off = read - first[at]
+    inside = off < n_loc
+    slot, tmpl = off[inside] + 1 + n_in[inside], tmpl[inside]
+    for t, w in enumerate(written):
+        if w is not None:
+            out[t] = np.intersect1d(w, slot[tmpl == t])
+    return out
 
 
 def _wave_units(items: np.ndarray, count: np.ndarray, sliced: np.ndarray, threads: int) -> np.ndarray:
@@ -377,24 +416,34 @@ def _wave_units(items: np.ndarray, count: np.ndarray, sliced: np.ndarray, thread
     return units[np.argsort(spread, kind="stable")]
 
 
+_NONE_KNOWN = np.zeros(0, np.uint8)  # every bit to z
 PARALLEL_MIN_OPS = 20000  # below this a wave runs on one thread: a parallel launch costs more
 
 
 def witness_numba(shape: CircuitShape, z: np.ndarray, parallel: bool | None = None,
-                  sliced: bool = True) -> np.ndarray:
+                  sliced: bool = True, known: np.ndarray | None = None) -> np.ndarray:
     """Complete ``z`` (from :func:`fill_inputs`) in place, wave by wave; returns z. A wave of
     more than one instance runs on every thread where numba has several and ``parallel`` says
     so; None decides per wave by its cost (:data:`PARALLEL_MIN_OPS`). With ``sliced`` (the
     default) bit-only stages run in groups of instances (engine.circuit.bitslice); without it,
-    every instance through the interpreter (the same z)."""
+    every instance through the interpreter (the same z).
+
+    With ``known`` (uint8[num_vars], kept with z between witnesses of the circuit, 2 where the
+    witness leaves the value in z), the sliced stages write each bit they compute there as 0
+    or 1 instead of in z, and in z only the ones another stage reads: what the compact form
+    (engine.groth16.compact.write_compact, given the same ``known``) needs, without writing and
+    reading back Montgomery rows for every bit (porep-32g: ~4 GB a partition)."""
+    if known is not None and (not sliced or known.shape != (z.shape[0],) or known.dtype != np.uint8):
+        raise ValueError(f"known must be uint8[{z.shape[0]}] with sliced stages, got {known.dtype}{list(known.shape)}")
     pool, meta = poseidon_tables()
     prog = witness_program(shape)
+    kept = _NONE_KNOWN if known is None else known
     threads = numba.get_num_threads() if parallel is not False else 1
     for units, cost in zip(prog.units(threads, sliced), prog.costs):
         wide = cost >= PARALLEL_MIN_OPS if parallel is None else parallel
         run = _run_units_parallel if len(units) > 1 and wide and threads > 1 else _run_units_serial
-        run(z, units, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, prog.bases, pool, meta,
-            prog.written)  # contiguous shares: see the waves' spread
+        run(z, kept, units, prog.stages, prog.ops, prog.args, prog.consts, prog.inflat, prog.bases, pool, meta,
+            prog.slots)  # contiguous shares: see the waves' spread
     return z
 
 

@@ -314,16 +314,25 @@ class WitnessLayout:
         return flat[:HEADER_WORDS], bits, general, gidx, gval
 
 
+_NONE_KNOWN = np.zeros(0, np.uint8)  # every value in z
+
+
 @njit(cache=True, parallel=True)
-def _pack_blocks(z, one, bits, general, counts):
-    """Per block of 64 variables: the value and general bitmap words and the general count."""
+def _pack_blocks(z, known, one, bits, general, counts):
+    """Per block of 64 variables: the value and general bitmap words and the general count.
+    Where ``known`` has entries, a 0 or 1 there is the variable's bit (z is not read)."""
     n = z.shape[0]
+    some = len(known) > 0
     for blk in prange(bits.shape[0]):
         bw = np.uint64(0)
         gw = np.uint64(0)
         cnt = 0
         for i in range(blk * 64, min(n, blk * 64 + 64)):
             m = np.uint64(1) << np.uint64(i - blk * 64)
+            if some and known[i] < 2:
+                if known[i]:
+                    bw |= m
+                continue
             if (z[i, 0] | z[i, 1] | z[i, 2] | z[i, 3]) == 0:
                 continue
             if z[i, 0] == one[0] and z[i, 1] == one[1] and z[i, 2] == one[2] and z[i, 3] == one[3]:
@@ -353,16 +362,22 @@ def _gather_general(z, general, starts, gidx, gval):
                 k += 1
 
 
-def write_compact(z: np.ndarray, buf: np.ndarray, layout: WitnessLayout) -> int:
+def write_compact(z: np.ndarray, buf: np.ndarray, layout: WitnessLayout, known: np.ndarray | None = None) -> int:
     """Write the compact form of witness ``z`` into segment words ``buf`` laid out by
     ``layout`` (what a synthesis worker sends instead of a, b, c); returns the number of
-    general values. CompactError (one line) if z does not fit the layout."""
+    general values. ``known`` (uint8[num_vars]): the bits a witness kept apart from z (0 or 1;
+    2 where the value is in z: engine.circuit.witness.witness_numba). CompactError (one line)
+    if z does not fit the layout."""
     if z.dtype != np.uint64 or z.ndim != 2 or z.shape[1] != 4 or z.shape[0] != layout.num_vars:
         raise CompactError(f"a witness for this layout must be uint64[{layout.num_vars}, 4], "
                            f"got {z.dtype}{list(z.shape)}")
+    if known is not None and (known.dtype != np.uint8 or known.shape != (layout.num_vars,)):
+        raise CompactError(f"known bits for this layout must be uint8[{layout.num_vars}], "
+                           f"got {known.dtype}{list(known.shape)}")
     header, bits, general, gidx, gval = layout.views(buf)
     counts = np.empty(layout.bitmap_words, np.int64)
-    _pack_blocks(np.ascontiguousarray(z), ONE_MONT, bits, general, counts)
+    _pack_blocks(np.ascontiguousarray(z), _NONE_KNOWN if known is None else known, ONE_MONT, bits, general,
+                 counts)
     starts = np.zeros(len(counts), np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     g = int(counts.sum())

@@ -41,7 +41,8 @@ class PresetError(ValueError):
 
 
 def _example_witness(c) -> Witness:
-    def witness(seed: int, partition: int, partitions: int, out=None, source=None, inputs=None) -> np.ndarray:
+    def witness(seed: int, partition: int, partitions: int, out=None, source=None, inputs=None,
+                known=None) -> np.ndarray:
         z = c.witness(private_input(seed, partition))
         if out is None:
             return z
@@ -107,9 +108,10 @@ def _porep_parts(mod, preset: str, shape) -> tuple[Witness, Public]:
     def commitments(seed: int, partitions: int):
         return sector(seed, partitions)[0]
 
-    def witness(seed: int, partition: int, partitions: int, out=None, source=None, inputs=None) -> np.ndarray:
+    def witness(seed: int, partition: int, partitions: int, out=None, source=None, inputs=None,
+                known=None) -> np.ndarray:
         parts = sector(seed, max(partitions, partition + 1))[1]
-        return mod.porep_witness(shape, parts[partition], out)[1]
+        return mod.porep_witness(shape, parts[partition], out, known=known)[1]
 
     def public(seed: int, partition: int, partitions: int, source=None) -> list[int]:
         sec = commitments(seed, max(partitions, partition + 1))

@@ -13,13 +13,15 @@ from engine.groth16.r1cs import R1CS
 
 
 class Witness(Protocol):
-    """witness(seed, partition, partitions, out=None, source=None, inputs=None) -> z, written
-    into ``out`` when given; ``source`` (engine.pipeline.messages.JobSource) is a job's C1
-    output, which only the C2 presets read; ``inputs`` is what the circuit's ``inputs`` made of
-    the job for this partition (None: the witness reads or makes the job's input itself)."""
+    """witness(seed, partition, partitions, out=None, source=None, inputs=None, known=None) -> z,
+    written into ``out`` when given; ``source`` (engine.pipeline.messages.JobSource) is a job's
+    C1 output, which only the C2 presets read; ``inputs`` is what the circuit's ``inputs`` made
+    of the job for this partition (None: the witness reads or makes the job's input itself);
+    ``known`` (uint8[num_vars], kept with ``out``) is where a circuit may leave bits apart from
+    z for the compact form (engine.circuit.witness.witness_numba), or ignore."""
 
-    def __call__(self, seed: int, partition: int, partitions: int,
-                 out: np.ndarray | None = None, source: Any = None, inputs: Any = None) -> np.ndarray: ...
+    def __call__(self, seed: int, partition: int, partitions: int, out: np.ndarray | None = None,
+                 source: Any = None, inputs: Any = None, known: np.ndarray | None = None) -> np.ndarray: ...
 
 
 class Inputs(Protocol):
