@@ -75,8 +75,8 @@
 #   ends_tests     the MSM ends beside the next MSM (msm_ends.Ends): their GPU tests, then the MSM, prover,
 #                  device-key and pairs GPU tests with SEALTOP_MSM_ENDS=side
 #   witness_bench  scripts/witness_bench.py, no GPU: a whole synthetic 32 GiB sector, then one porep-32g
-#                  partition's witness and compact form on $WB_THREADS threads (default 4,8,16); its
-#                  table goes to steps.txt too
+#                  partition's witness and compact form on $WB_THREADS threads (default 4,8,16), the
+#                  worker's path beside the whole-z and interpreter paths; its table goes to steps.txt too
 #   r7_tests       the GPU tests of the fused H step, the MSM's list split and the NTT (its twiddle
 #                  table grew by one entry), on the default paths otherwise
 #   r7_bench       scripts/h_small_bench.py: old against new for the H step, the witness-like G1 MSM,
@@ -276,7 +276,7 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
         tests/test_cuda_prove.py tests/test_device_key.py tests/test_cuda_msm_pairs.py ;;
     witness_bench) wait_warm; step witness_bench 150 python3 scripts/witness_bench.py --preset porep-32g \
         --threads "${WB_THREADS:-4,8,16}" --repeat 3
-      tail -7 "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;
+      sed -n '/whole synthetic sector/p; /^ *threads/,$p' "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;
     r7_tests) step r7_tests 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_hstep.py \
         tests/test_cuda_msm_ones.py tests/test_cuda_ntt.py ;;
     r7_bench) step r7_bench 150 python3 scripts/h_small_bench.py "$work/r7" --sizes "${R7_SIZES:-24,27}" \
