@@ -276,7 +276,7 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
         tests/test_cuda_prove.py tests/test_device_key.py tests/test_cuda_msm_pairs.py ;;
     witness_bench) wait_warm; step witness_bench 150 python3 scripts/witness_bench.py --preset porep-32g \
         --threads "${WB_THREADS:-4,8,16}" --repeat 3
-      sed -n '/whole synthetic sector/p; /^ *threads/,$p' "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;
+      sed -n '/a synthetic sector/p; /^ *threads/,$p' "$work/witness_bench.txt" | tee -a "$out/steps.txt" ;;
     r7_tests) step r7_tests 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_hstep.py \
         tests/test_cuda_msm_ones.py tests/test_cuda_ntt.py ;;
     r7_bench) step r7_bench 150 python3 scripts/h_small_bench.py "$work/r7" --sizes "${R7_SIZES:-24,27}" \

@@ -73,3 +73,23 @@ def test_batched_stand_ins_are_the_keyed_hash_of_what_they_stand_in_for():
             msg = b"sealtop-synthetic-c1" + struct.pack("<Q", seed) + repr((name, int(a[r]), int(b[r]))).encode()
             d = hashlib.sha256(msg).digest()
             assert bytes(got[r]) == d[:31] + bytes([d[31] & 0x3F])
+
+
+def test_partitions_made_when_asked_for_are_the_whole_outputs():
+    """A sector's partitions made one at a time, last first, are the whole C1 output's, and
+    each Partition a preset hands a worker equals the one read from that output."""
+    from engine.c2.assign import Partition
+    from engine.c2.synthetic import synthetic_sector
+
+    proof = seal_proof("StackedDrg32GiBV1_1")
+    seed, prover = secrets.randbelow(1 << 32), secrets.token_bytes(31) + b"\0"
+    whole = synthetic_c1(proof, seed, prover_id=prover, sector_id=9, partitions=3)
+    sec = synthetic_sector(proof, seed, prover_id=prover, sector_id=9, partitions=3)
+    for k in (2, 0, 1):
+        assert sec.vanilla(k) == whole.vanilla_proofs[k]
+        mine = Partition(proof, k, sec.replica_id, sec.comm_d, sec.comm_r, sec.comm_r_last, sec.comm_c,
+                         sec.vanilla(k))
+        assert mine == Partition.of_c1(whole, k)
+    assert sec.c1() == whole
+    with pytest.raises(ValueError, match="partitions 0..2"):
+        sec.vanilla(3)

@@ -54,7 +54,7 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
     from engine.c2.assign import Partition
     from engine.c2.circuit import build_c2
     from engine.c2.public import Statement, public_inputs
-    from engine.c2.synthetic import synthetic_c1
+    from engine.c2.synthetic import synthetic_sector
     from engine.pipeline.partition import PartitionCircuit
     from engine.seal.registry import seal_proof
     from engine.synthesis import general_capacity
@@ -70,9 +70,9 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
     @functools.lru_cache(maxsize=3)  # the job being dispatched, the next one, one more
     def _sector(seed: int, partitions: int) -> tuple[Any, Statement]:
         prover = synthetic_prover_id(seed)
-        c1 = synthetic_c1(proof, seed, prover_id=prover, sector_id=SECTOR_ID,
-                          partitions=min(max(partitions, 1), proof.partitions))
-        return c1, Statement(proof, prover, SECTOR_ID, c1.ticket, c1.seed, c1.comm_d, c1.comm_r)
+        sec = synthetic_sector(proof, seed, prover_id=prover, sector_id=SECTOR_ID,
+                               partitions=min(max(partitions, 1), proof.partitions))
+        return sec, Statement(proof, prover, SECTOR_ID, sec.ticket, sec.seed, sec.comm_d, sec.comm_r)
 
     def sector(seed: int, partitions: int) -> tuple[Any, Statement]:
         with guard:
@@ -104,9 +104,10 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
     def make_inputs(seed: int, partition: int, partitions: int, source: Any = None) -> PartitionInput:
         if source is not None:
             c1, st = of_source(source)
-        else:
-            c1, st = sector(seed, _check(partition, partitions))
-        return PartitionInput(Partition.of_c1(c1, partition), st)
+            return PartitionInput(Partition.of_c1(c1, partition), st)
+        sec, st = sector(seed, _check(partition, partitions))  # its other partitions are made when asked for
+        return PartitionInput(Partition(proof, partition, sec.replica_id, sec.comm_d, sec.comm_r, sec.comm_r_last,
+                                        sec.comm_c, sec.vanilla(partition)), st)
 
     def witness(seed: int, partition: int, partitions: int, out: np.ndarray | None = None,
                 source: Any = None, inputs: Any = None, known: np.ndarray | None = None) -> np.ndarray:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -155,31 +156,104 @@ class _SparseTree:
             known, vals = groups, poseidon_nodes(rows, a)
         self.root = bytes(vals[0])
 
-    def paths(self) -> dict[int, list[tuple[list[bytes], int]]]:
-        """Every known leaf's path: (siblings, slot) per level, leaves up, as Filecoin's
+    def path(self, leaf: int) -> list[tuple[list[bytes], int]]:
+        """A known leaf's path: (siblings, slot) per level, leaves up, as Filecoin's
         PathElements."""
-        levels = []
-        idx = self.leaves
+        out = []
+        i = leaf
         for a, groups, rows in zip(self.arities, self.groups, self.rows):
-            flat = rows.tobytes()
-            kids = [flat[k:k + NODE] for k in range(0, len(flat), NODE)]
-            first = (np.searchsorted(groups, idx // a) * a).tolist()
-            levels.append((kids, first, (idx % a).tolist(), a))
-            idx = idx // a
-        out = {}
-        for r, leaf in enumerate(self.leaves.tolist()):
-            path = []
-            for kids, first, slots, a in levels:
-                p, s = first[r], slots[r]
-                path.append((kids[p:p + s] + kids[p + s + 1:p + a], s))
-            out[leaf] = path
+            g, slot = divmod(i, a)
+            kids = rows[int(np.searchsorted(groups, g))].tobytes()
+            out.append(([kids[NODE * j:NODE * (j + 1)] for j in range(a) if j != slot], slot))
+            i = g
         return out
+
+
+@dataclass
+class SyntheticSector:
+    """A synthetic sector's public values and what its partitions' vanilla proofs are made of
+    (labels, sparse trees); each partition's proofs are made when first asked for, so the
+    first partition of a job need not wait for the other nine."""
+
+    proof: SealProof
+    partitions: int
+    replica_id: bytes
+    comm_d: bytes
+    comm_r: bytes
+    ticket: bytes
+    seed: bytes
+    challenges: list[list[int]]
+    parents: dict[int, list[int]]
+    columns: dict[int, Column]
+    tree_c: _SparseTree
+    tree_r: _SparseTree
+    column_hashes: dict[int, bytes]
+    zeros: list[bytes]
+    _col_proofs: dict[int, ColumnProof] = field(default_factory=dict)
+    _made: dict[int, tuple[VanillaProof, ...]] = field(default_factory=dict)
+
+    @property
+    def comm_c(self) -> bytes:
+        return self.tree_c.root
+
+    @property
+    def comm_r_last(self) -> bytes:
+        return self.tree_r.root
+
+    def _col_proof(self, n: int) -> ColumnProof:  # a column opened by several challenges is one object
+        got = self._col_proofs.get(n)
+        if got is None:
+            got = self._col_proofs[n] = ColumnProof(self.columns[n], merkle_proof(
+                self.tree_c.path(n), self.tree_c.root, self.column_hashes[n], self.proof.tree_arities))
+        return got
+
+    def vanilla(self, k: int) -> tuple[VanillaProof, ...]:
+        """Partition ``k``'s vanilla proofs, one a challenge."""
+        got = self._made.get(k)
+        if got is not None:
+            return got
+        if not 0 <= k < self.partitions:
+            raise ValueError(f"this synthetic sector holds partitions 0..{self.partitions - 1}, not {k}")
+        proof, zeros = self.proof, self.zeros
+        part = []
+        for c in self.challenges[k]:
+            ps = self.parents[c]
+            drg = tuple(self._col_proof(p) for p in ps[:proof.base_degree])
+            exp = tuple(self._col_proof(p) for p in ps[proof.base_degree:])
+            labeling = tuple(
+                LabelingProof(layer_parent_labels(layer, [x.column for x in drg], [x.column for x in exp]),
+                              layer, c)
+                for layer in range(1, proof.layers + 1))
+            d_path = [([zeros[h]], (c >> h) & 1) for h in range(len(zeros) - 1)]
+            part.append(VanillaProof(
+                comm_d_proofs=merkle_proof(d_path, self.comm_d, zeros[0], (2, 0, 0)),
+                comm_r_last_proof=merkle_proof(self.tree_r.path(c), self.tree_r.root, self.columns[c].rows[-1],
+                                               proof.tree_arities),
+                replica_column_proofs=ReplicaColumnProof(self._col_proof(c), drg, exp),
+                labeling_proofs=labeling,
+                encoding_proof=EncodingProof(labeling[-1].parents, labeling[-1].layer_index, c),
+            ))
+        got = self._made[k] = tuple(part)
+        return got
+
+    def c1(self) -> C1Output:
+        """The whole C1 output: every partition's vanilla proofs."""
+        return C1Output(registered_proof=self.proof.name, shape=proof_shape(self.proof.name),
+                        vanilla_proofs=tuple(self.vanilla(k) for k in range(self.partitions)),
+                        comm_r=self.comm_r, comm_d=self.comm_d, replica_id=self.replica_id,
+                        seed=self.seed, ticket=self.ticket)
 
 
 def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, sector_id: int = 1,
                  partitions: int | None = None) -> C1Output:
     """A C1 output of a zero sector of ``proof``'s size, its stand-ins and its ticket and
     interactive seed drawn from ``seed``; the first ``partitions`` partitions (all by default)."""
+    return synthetic_sector(proof, seed, prover_id, sector_id, partitions).c1()
+
+
+def synthetic_sector(proof: SealProof, seed: int, prover_id: bytes | None = None, sector_id: int = 1,
+                     partitions: int | None = None) -> SyntheticSector:
+    """As synthetic_c1, the partitions' vanilla proofs left to be made when asked for."""
     parts = proof.partitions if partitions is None else partitions
     if not 1 <= parts <= proof.partitions:
         raise ValueError(f"{proof.name} has partitions 1..{proof.partitions}, not {parts}")
@@ -230,39 +304,5 @@ def synthetic_c1(proof: SealProof, seed: int, prover_id: bytes | None = None, se
 
     comm_r = hash_comm_r(tree_c.root, tree_r.root)
 
-    def d_path(c: int) -> list[tuple[list[bytes], int]]:
-        return [([zeros[h]], (c >> h) & 1) for h in range(d_levels)]
-
-    c_paths, r_paths = tree_c.paths(), tree_r.paths()
-    c_leaves = dict(zip(opened.tolist(), (bytes(h) for h in hashed)))
-    col_proofs: dict[int, ColumnProof] = {}
-
-    def col_proof(n: int) -> ColumnProof:  # a column opened by several challenges is one object
-        got = col_proofs.get(n)
-        if got is None:
-            got = col_proofs[n] = ColumnProof(columns[n], merkle_proof(c_paths[n], tree_c.root,
-                                                                       c_leaves[n], proof.tree_arities))
-        return got
-
-    vanilla = []
-    for cs in challenges:
-        part = []
-        for c in cs:
-            drg = tuple(col_proof(p) for p in parents[c][:proof.base_degree])
-            exp = tuple(col_proof(p) for p in parents[c][proof.base_degree:])
-            labeling = tuple(
-                LabelingProof(layer_parent_labels(layer, [x.column for x in drg], [x.column for x in exp]),
-                              layer, c)
-                for layer in range(1, proof.layers + 1))
-            part.append(VanillaProof(
-                comm_d_proofs=merkle_proof(d_path(c), comm_d, zeros[0], (2, 0, 0)),
-                comm_r_last_proof=merkle_proof(r_paths[c], tree_r.root, columns[c].rows[-1],
-                                               proof.tree_arities),
-                replica_column_proofs=ReplicaColumnProof(col_proof(c), drg, exp),
-                labeling_proofs=labeling,
-                encoding_proof=EncodingProof(labeling[-1].parents, labeling[-1].layer_index, c),
-            ))
-        vanilla.append(tuple(part))
-    return C1Output(registered_proof=proof.name, shape=proof_shape(proof.name),
-                    vanilla_proofs=tuple(vanilla), comm_r=comm_r, comm_d=comm_d, replica_id=rid,
-                    seed=interactive_seed, ticket=ticket)
+    return SyntheticSector(proof, parts, rid, comm_d, comm_r, ticket, interactive_seed, challenges, parents,
+                           columns, tree_c, tree_r, dict(zip(opened.tolist(), (bytes(h) for h in hashed))), zeros)
