@@ -166,3 +166,17 @@ def test_the_dispatcher_fails_a_partition_whose_input_cannot_be_read(sealed, tmp
     assert inputs.partition(synthetic, 0) == share
     assert np.array_equal(synthetic.circuit.witness(seed, 0, 1, None, None, share),
                           synthetic.circuit.witness(seed, 0, 1))
+
+
+def test_a_job_of_more_partitions_than_a_sector_has_is_refused_in_one_line(tmp_path, capsys):
+    pc = resolve("c2-2KiB", None)
+    pc.check_partitions(1)
+    with pytest.raises(ValueError, match="at most 1 partition a job, not 2"):
+        pc.check_partitions(2)
+    with pytest.raises(ValueError, match="at least one"):
+        pc.check_partitions(0)
+    resolve("tiny", str(tmp_path)).check_partitions(64)  # the engine's own presets: any number
+    # the bench's default of two partitions a job, before any engine starts
+    assert main(["bench", "pipeline", "--preset", "c2-2KiB", "--jobs", "1", "--set", 'backend="cpu"']) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("c2-2KiB proves at most 1 partition a job, not 2") and len(err) == 1

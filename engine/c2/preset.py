@@ -122,4 +122,5 @@ def partition_circuit(preset: str, cache_dir: str | None) -> Any:
         return public_inputs(st, partition)
 
     return PartitionCircuit(preset, c.shape.r1cs, witness, public,
-                            general_capacity=general_capacity(c.shape), inputs=make_inputs)
+                            general_capacity=general_capacity(c.shape), inputs=make_inputs,
+                            max_partitions=proof.partitions)

@@ -298,9 +298,8 @@ class Engine:
         core = self._core
         if not self._started or core.stopping:
             raise EngineError("submit needs a started engine that is not stopping")
-        if job.partitions < 1:
-            raise ValueError("a job needs at least one partition")
         circuit = resolve(job.preset, core.circuit_cache())
+        circuit.check_partitions(job.partitions)
         nbytes = circuit.partition_bytes(self.config.abc_eval)
         if not self.admission.fits(nbytes):
             raise ValueError(

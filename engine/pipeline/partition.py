@@ -57,6 +57,16 @@ class PartitionCircuit:
     general_capacity: int | None = None
     # the partition's share of the job's input, made by the dispatcher (None: the witness makes it)
     inputs: Inputs | None = None
+    # the most partitions a job of it has (a Filecoin sector's count); None: any number
+    max_partitions: int | None = None
+
+    def check_partitions(self, n: int) -> None:
+        """ValueError (one line) unless a job of ``n`` partitions can be proved on this circuit."""
+        if n < 1:
+            raise ValueError("a job needs at least one partition")
+        if self.max_partitions is not None and n > self.max_partitions:
+            raise ValueError(f"{self.name} proves at most {self.max_partitions} partition"
+                             f"{'s' if self.max_partitions > 1 else ''} a job, not {n}")
 
     @property
     def constraints(self) -> int:

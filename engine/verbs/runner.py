@@ -173,9 +173,10 @@ def run_engine(
             from engine.c2.job import config_job
 
             preset = config_job(cfg, 0).preset
+            resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
         else:
             preset = cfg.preset
-        resolve(preset, circuit_cache_dir(cfg.param_cache_path()))
+            resolve(preset, circuit_cache_dir(cfg.param_cache_path())).check_partitions(cfg.partitions)
     except BackendUnavailable as exc:
         return refuse(f"backend = \"{cfg.backend}\" but {exc}")
     except (PresetError, RecordingError, ValueError) as exc:  # C1 errors are ValueErrors
