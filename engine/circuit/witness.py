@@ -379,7 +379,7 @@ def _read_elsewhere(shape: CircuitShape, written: list[np.ndarray | None], infla
     sliced = [i for i, st in enumerate(shape.stages) if written[st.template] is not None]
     if not sliced:
         return out
-    read = np.unique(np.concatenate([inflat] + [np.asarray(r, np.int64).reshape(-1) for r in shape.regions.values()]))
+    read = np.concatenate([inflat] + [np.asarray(r, np.int64).reshape(-1) for r in shape.regions.values()])
     first = np.concatenate([np.asarray(shape.stages[i].bases, np.int64) for i in sliced])
     owner = np.repeat(np.array(sliced), [shape.stages[i].count for i in sliced])
     order = np.argsort(first, kind="stable")
@@ -396,7 +396,9 @@ def _read_elsewhere(shape: CircuitShape, written: list[np.ndarray | None], infla
     slot, tmpl = off[inside] + 1 + n_in[inside], tmpl[inside]
     for t, w in enumerate(written):
         if w is not None:
-            out[t] = np.intersect1d(w, slot[tmpl == t])
+            hit = np.zeros(1 + shape.templates[t].n_in + shape.templates[t].n_loc, bool)
+            hit[slot[tmpl == t]] = True
+            out[t] = w[hit[w]]
     return out
 
 
