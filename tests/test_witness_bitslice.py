@@ -191,3 +191,20 @@ def test_filecoins_2kib_compact_witness_with_bits_kept_apart() -> None:
         full = circuit.witness_of(part, statement)
         assert np.array_equal(_compact(z, layout, known), _compact(full, layout))
     assert (known < 2).mean() > 0.9  # most of the witness is SHA-256 bits
+
+
+def test_a_workers_c2_segments_with_bits_kept_apart_are_the_whole_witness_compacted():
+    """synthesize_to_segment (a synthesis worker's task with abc_eval = "gpu") on a C2 preset,
+    two jobs in a row through the same buffers: each segment is the compact form of the whole
+    witness of its own job."""
+    from engine.pipeline.circuits import resolve
+    from engine.synthesis import compact_layout, synthesize_to_segment
+
+    circuit = resolve("c2-2KiB", None)
+    layout = compact_layout(circuit)
+    buffers: dict[str, np.ndarray] = {}
+    for seed in (secrets.randbelow(1 << 30), secrets.randbelow(1 << 30)):
+        seg = np.zeros(layout.words, np.uint64)
+        synthesize_to_segment(circuit, seed, 0, 1, seg, buffers)
+        assert (buffers["c2-2KiB/known"] < 2).any()  # the sliced stages kept their bits apart
+        assert np.array_equal(seg, _compact(circuit.witness(seed, 0, 1), layout))
