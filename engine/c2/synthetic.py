@@ -137,8 +137,6 @@ class _SparseTree:
     def __init__(self, leaves: np.ndarray, values: np.ndarray, nodes: int, shape: tuple[int, int, int],
                  stand_ins: _StandIns, name: str) -> None:
         self.arities = level_arities(nodes, shape)
-        self.leaves = leaves  # sorted node indices
-        self.values = values  # uint8[len(leaves), 32]
         self.groups: list[np.ndarray] = []  # per height: the sorted group indices
         self.rows: list[np.ndarray] = []  # per height: uint8[groups, arity, 32], their children
         known, vals = leaves, values

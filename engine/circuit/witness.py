@@ -280,12 +280,8 @@ class WitnessProgram:
         key = threads if sliced else 0
         got = self._units.get(key)
         if got is None:
-            if sliced:
-                bit_only = self.stages[:, _S_NWR] > 0
-                got = [_wave_units(w, self.counts, bit_only, threads) for w in self.waves]
-            else:
-                got = [np.column_stack([w, np.zeros(len(w), np.int64)]) for w in self.waves]
-            self._units[key] = got
+            bit_only = (self.stages[:, _S_NWR] > 0) & sliced
+            got = self._units[key] = [_wave_units(w, self.counts, bit_only, threads) for w in self.waves]
         return got
 
 
@@ -403,17 +399,19 @@ def _read_elsewhere(shape: CircuitShape, written: list[np.ndarray | None], infla
 
 
 def _wave_units(items: np.ndarray, count: np.ndarray, sliced: np.ndarray, threads: int) -> np.ndarray:
-    """A wave's units for ``threads`` threads (WitnessProgram.units)."""
-    rows = []
-    for st in np.unique(items[:, 0]):
+    """A wave's units for ``threads`` threads (WitnessProgram.units): its items of stages not
+    ``sliced`` with lanes 0, in the wave's (spread) order, and the sliced stages' groups merged
+    into that order."""
+    alone = ~sliced[items[:, 0]]
+    rows = [np.column_stack([items[alone], np.zeros(int(alone.sum()), np.int64)])]
+    for st in np.unique(items[~alone, 0]):
         c = int(count[st])
-        if sliced[st]:
-            lanes = min(LANES, -(-c // (1 if threads == 1 else 2 * threads)))
-            first = np.arange(0, c, lanes)
-            rows.append(np.stack([np.full(len(first), st), first, np.minimum(lanes, c - first)], 1))
-        else:
-            rows.append(np.stack([np.full(c, st), np.arange(c), np.zeros(c, np.int64)], 1))
+        lanes = min(LANES, -(-c // (1 if threads == 1 else 2 * threads)))
+        first = np.arange(0, c, lanes)
+        rows.append(np.stack([np.full(len(first), st), first, np.minimum(lanes, c - first)], 1))
     units = np.concatenate(rows).astype(np.int64)
+    if len(rows) == 1:
+        return units
     spread = (units[:, 1] * _SPREAD) // count[units[:, 0]]
     return units[np.argsort(spread, kind="stable")]
 
