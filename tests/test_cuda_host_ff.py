@@ -21,16 +21,23 @@ pytestmark = needs_cxx
 # Besides BUILDS, the PTX build with every Fp product and squaring on dmul.cuh's FP64 paths (the
 # SEALTOP_FP_DMUL build variants: 1 the hybrid, 2 the pure FP64 Karatsuba).
 DMUL_BUILDS = ["dmul_hybrid", "dmul_fp64"]
+# And both builds with Fp2's products of unreduced halves (SEALTOP_FP2_MUL=1: mont.cuh's mul_wide,
+# add_raw, sub_wide_mod and redc_wide on sums of products).
+FP2_BUILDS = ["fp2_lazy_portable", "fp2_lazy_ptx_model"]
 
 
-@pytest.fixture(scope="module", params=BUILDS + DMUL_BUILDS)
+@pytest.fixture(scope="module", params=BUILDS + DMUL_BUILDS + FP2_BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     """The headers built twice: the portable C++ arithmetic, and the PTX instruction sequences the
-    GPU runs, over ptx.cuh's host model of the carry flag (SEALTOP_PTX_FF=1); and the PTX build
-    again with Fp's products on the FP64 pipe (SEALTOP_FP_DMUL)."""
+    GPU runs, over ptx.cuh's host model of the carry flag (SEALTOP_PTX_FF=1); the PTX build
+    again with Fp's products on the FP64 pipe (SEALTOP_FP_DMUL); and both with Fp2's lazy
+    products (SEALTOP_FP2_MUL=1)."""
     if request.param in DMUL_BUILDS:
         dmul = 1 + DMUL_BUILDS.index(request.param)
         return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag("ptx_model"), f"-DSEALTOP_FP_DMUL={dmul}")
+    if request.param in FP2_BUILDS:
+        build = request.param.removeprefix("fp2_lazy_")
+        return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag(build), "-DSEALTOP_FP2_MUL=1")
     return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag(request.param))
 
 
@@ -67,8 +74,10 @@ def test_field_ops_match_python_ints(lib: ctypes.CDLL, field: str) -> None:
 
 def test_fp2_ops_match_python_ints(lib: ctypes.CDLL) -> None:
     n = 100
-    a = [(random.randrange(P_MOD), random.randrange(P_MOD)) for _ in range(n)] + [(0, 0), (1, 0), (0, 1), (P_MOD - 1, P_MOD - 1)]
-    b = [(random.randrange(P_MOD), random.randrange(P_MOD)) for _ in range(len(a))]
+    # the edges of the Karatsuba sums and of a0 b0 - a1 b1's sign: every pair of edge elements
+    edges = [(0, 0), (1, 0), (0, 1), (P_MOD - 1, P_MOD - 1), (P_MOD - 1, 0), (0, P_MOD - 1), (P_MOD - 1, 1), (1, P_MOD - 1)]
+    a = [(random.randrange(P_MOD), random.randrange(P_MOD)) for _ in range(n)] + [x for x in edges for _ in edges]
+    b = [(random.randrange(P_MOD), random.randrange(P_MOD)) for _ in range(n)] + [y for _ in edges for y in edges]
 
     def enc(v: list[tuple[int, int]]) -> np.ndarray:
         return np.hstack([to_mont_fp([x for x, _ in v]), to_mont_fp([y for _, y in v])])

@@ -380,14 +380,116 @@ struct Mont {
 #endif
     }
 
-    // r = t * R^-1 mod p for a 2N-word t < p^2 (Montgomery reduction), fully reduced.
+    // t = a * b as 2N words, unreduced: for products whose reductions are shared or deferred
+    // (Fp2's Karatsuba product makes three of these and reduces two sums of them). a and b need
+    // only be below 2^(32N), not reduced.
+    HD static void mul_wide(uint32_t t[2 * P::N], const Mont& a, const Mont& b) {
+#if SEALTOP_PTX_FF
+        // Row i's products a[j]*b[i] lie at words i + j, i + j + 1: those with i + j even tile the
+        // even-aligned sum e and the others the odd-aligned sum o, so a row is two chains of
+        // (lo, hi) pairs of one operand pair (operator*'s layout, without its reduction rows). A
+        // chain over words k0 .. k0 + N - 1 leaves its carry in word k0 + N, which no earlier
+        // row carried into twice (it holds 0 or 1), so the carry stops there. Each half is a
+        // partial sum of a*b's products, below 2^(64N): the carry into word 2N (e's last row)
+        // is zero and is not kept.
+        uint32_t e[2 * P::N], o[2 * P::N];
+        UNROLL for (int k = 0; k < 2 * N; k++) e[k] = o[k] = 0;
+        UNROLL for (int i = 0; i < N; i++) {
+            const int je = i & 1, jo = 1 - je;  // the first j with i + j even, odd
+            const bool e_top = i + je + N == 2 * N;
+            mad_run(e, i + je, a.v, je, N / 2, b.v[i], e_top);
+            if (!e_top) e[i + je + N] = ptx::addc(e[i + je + N], 0);
+            mad_run(o, i + jo, a.v, jo, N / 2, b.v[i], false);
+            o[i + jo + N] = ptx::addc(o[i + jo + N], 0);
+        }
+        t[0] = ptx::add_cc(e[0], o[0]);
+        UNROLL for (int k = 1; k < 2 * N - 1; k++) t[k] = ptx::addc_cc(e[k], o[k]);
+        t[2 * N - 1] = ptx::addc(e[2 * N - 1], o[2 * N - 1]);
+#else
+        UNROLL for (int k = 0; k < 2 * N; k++) t[k] = 0;
+        UNROLL for (int i = 0; i < N; i++) {
+            uint64_t c = 0;
+            UNROLL for (int j = 0; j < N; j++) {
+                c += (uint64_t)a.v[j] * b.v[i] + t[i + j];
+                t[i + j] = (uint32_t)c;
+                c >>= 32;
+            }
+            t[i + N] = (uint32_t)c;
+        }
+#endif
+    }
+
+    // a + b without the reduction: below 2^(32N) when a + b is (two reduced elements of Fp, whose
+    // p < 2^381, sum below 2^382); only mul_wide takes it.
+    HD static Mont add_raw(const Mont& a, const Mont& b) {
+        Mont r;
+#if SEALTOP_PTX_FF
+        r.v[0] = ptx::add_cc(a.v[0], b.v[0]);
+        UNROLL for (int i = 1; i < N - 1; i++) r.v[i] = ptx::addc_cc(a.v[i], b.v[i]);
+        r.v[N - 1] = ptx::addc(a.v[N - 1], b.v[N - 1]);
+#else
+        uint64_t c = 0;
+        UNROLL for (int i = 0; i < N; i++) {
+            c += (uint64_t)a.v[i] + b.v[i];
+            r.v[i] = (uint32_t)c;
+            c >>= 32;
+        }
+#endif
+        return r;
+    }
+
+    // t += u over 2N words; the caller knows the sum fits.
+    HD static void add_wide(uint32_t t[2 * P::N], const uint32_t u[2 * P::N]) {
+#if SEALTOP_PTX_FF
+        t[0] = ptx::add_cc(t[0], u[0]);
+        UNROLL for (int k = 1; k < 2 * N - 1; k++) t[k] = ptx::addc_cc(t[k], u[k]);
+        t[2 * N - 1] = ptx::addc(t[2 * N - 1], u[2 * N - 1]);
+#else
+        uint64_t c = 0;
+        UNROLL for (int k = 0; k < 2 * N; k++) {
+            c += (uint64_t)t[k] + u[k];
+            t[k] = (uint32_t)c;
+            c >>= 32;
+        }
+#endif
+    }
+
+    // t -= u over 2N words; when that borrows (t < u), p 2^(32N) is added back, which the
+    // Montgomery reduction maps to p = 0. So t - u (+ p 2^(32N)) stays below p 2^(32N), as
+    // redc_wide needs, whenever t < p 2^(32N) and u <= p 2^(32N) to begin with.
+    HD static void sub_wide_mod(uint32_t t[2 * P::N], const uint32_t u[2 * P::N]) {
+#if SEALTOP_PTX_FF
+        t[0] = ptx::sub_cc(t[0], u[0]);
+        UNROLL for (int k = 1; k < 2 * N; k++) t[k] = ptx::subc_cc(t[k], u[k]);
+        const uint32_t mask = ptx::subc(0, 0);  // 0xffffffff when it borrowed
+        t[N] = ptx::add_cc(t[N], P::mod(0) & mask);
+        UNROLL for (int k = 1; k < N - 1; k++) t[N + k] = ptx::addc_cc(t[N + k], P::mod(k) & mask);
+        t[2 * N - 1] = ptx::addc(t[2 * N - 1], P::mod(N - 1) & mask);
+#else
+        uint64_t bw = 0;
+        UNROLL for (int k = 0; k < 2 * N; k++) {
+            uint64_t d = (uint64_t)t[k] - u[k] - bw;
+            t[k] = (uint32_t)d;
+            bw = (d >> 32) & 1;
+        }
+        const uint32_t mask = 0u - (uint32_t)bw;
+        uint64_t c = 0;
+        UNROLL for (int k = 0; k < N; k++) {
+            c += (uint64_t)t[N + k] + (P::mod(k) & mask);
+            t[N + k] = (uint32_t)c;
+            c >>= 32;
+        }
+#endif
+    }
+
+    // r = t * R^-1 mod p for a 2N-word t < p 2^(32N) (Montgomery reduction), fully reduced.
     HD static void redc_wide(uint32_t r[P::N], const uint32_t t[2 * P::N]) {
 #if SEALTOP_PTX_FF
         // Montgomery reduction is linear: with t = l + 2^(32N) h, the result is h + (l + M p) /
         // 2^(32N), M < 2^(32N) the multiple of p that clears l's words. The low half l enters as
         // the running sum T = e + 2^32 o of operator* and each row adds m * p and shifts one word
         // (redc_row); T < 2^(32N) + p before each row, so T + m p < 2^(32(N+1)) and o, which
-        // holds words 1..N, cannot carry out. (l + M p) / 2^(32N) < 1 + p and h < p^2 / 2^(32N) < p / 2,
+        // holds words 1..N, cannot carry out. (l + M p) / 2^(32N) < 1 + p and h < p (t < p 2^(32N)),
         // so the sum is below 2p: one conditional subtraction, and no carry out of word N - 1.
         uint32_t e[P::N], o[P::N];
         UNROLL for (int k = 0; k < N; k++) {
@@ -423,7 +525,7 @@ struct Mont {
             w[i + N] = (uint32_t)c;
             top = (uint32_t)(c >> 32);
         }
-        // t + M p < 2 p 2^(32N): the result w[N..2N) is below 2p
+        // t + M p < p 2^(32N) + 2^(32N) p: the result w[N..2N) is below 2p
         reduce_once(r, w + N, top);
 #endif
     }
