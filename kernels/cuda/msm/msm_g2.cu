@@ -2,7 +2,14 @@
 // compiles in parallel with G1. See msm_core.cuh for the pipeline. The batch-affine
 // accumulation (batch_affine.cuh) gets one block a multiprocessor: its Fp2 state needs the
 // registers.
+// MSM_G2_ACC_BOUNDS (a build define, see module.py) gives the XYZZ accumulation launch bounds,
+// none by default (219 registers: two blocks of 128 a multiprocessor). For measuring variants:
+// __launch_bounds__(128, 3) fits three in 168 registers, with 56 bytes spilled (ptxas 13.0).
+#ifdef MSM_G2_ACC_BOUNDS
+#define MSM_ACC_BOUNDS MSM_G2_ACC_BOUNDS
+#else
 #define MSM_ACC_BOUNDS
+#endif
 #define MSM_BATCH_BOUNDS __launch_bounds__(MSM_BATCH_THREADS, 1)
 #define MSM_ROUNDS_BOUNDS __launch_bounds__(128, 1)
 #define MSM_ROUNDS_STEP_BOUNDS __launch_bounds__(128, 2)
