@@ -438,22 +438,6 @@ struct Mont {
         return r;
     }
 
-    // t += u over 2N words; the caller knows the sum fits.
-    HD static void add_wide(uint32_t t[2 * P::N], const uint32_t u[2 * P::N]) {
-#if SEALTOP_PTX_FF
-        t[0] = ptx::add_cc(t[0], u[0]);
-        UNROLL for (int k = 1; k < 2 * N - 1; k++) t[k] = ptx::addc_cc(t[k], u[k]);
-        t[2 * N - 1] = ptx::addc(t[2 * N - 1], u[2 * N - 1]);
-#else
-        uint64_t c = 0;
-        UNROLL for (int k = 0; k < 2 * N; k++) {
-            c += (uint64_t)t[k] + u[k];
-            t[k] = (uint32_t)c;
-            c >>= 32;
-        }
-#endif
-    }
-
     // t -= u over 2N words; when that borrows (t < u), p 2^(32N) is added back, which the
     // Montgomery reduction maps to p = 0. So t - u (+ p 2^(32N)) stays below p 2^(32N), as
     // redc_wide needs, whenever t < p 2^(32N) and u <= p 2^(32N) to begin with.
