@@ -98,7 +98,7 @@ class Program:
 
     cb: CircuitBuilder
     public: list[int]
-    free: dict[str, list[int]] = field(default_factory=lambda: {"bits": [], "fields": []})
+    free: dict[str, list[int]] = field(default_factory=dict)  # only the regions it allocated
     instances: list[tuple[str, int, list[int]]] = field(default_factory=list)  # name, base, inputs
     value: dict[int, int] = field(default_factory=dict)
     depth: dict[int, int] = field(default_factory=dict)
@@ -112,7 +112,7 @@ class Program:
         for v, x in zip(idx.tolist(), values):
             self.value[v], self.depth[v] = x, 0
             self.pools[kind].append(v)
-        self.free[region] += values
+        self.free.setdefault(region, []).extend(values)
         self.next_var += len(values)
 
     def _record(self, name: str, base: int, ins: list[int], outs: list[int], d: int) -> None:
