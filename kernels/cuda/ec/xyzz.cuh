@@ -11,7 +11,7 @@
 // SEALTOP_XYZZ_BYVAL (a build define, for measuring a variant): 1 makes G1's out-of-line XYZZ
 // addition and doubling static functions of values (sum, doubled) instead of member functions of
 // a point in local memory. ptxas then makes every Fp product of them wide multiply-adds (the
-// addition 6,213 SASS instructions against 8,345), at more registers in the window kernels
+// addition about 6,150 SASS instructions against 8,350), at more registers in the window kernels
 // (g1_slices 255 against 172, still two blocks of 128 a multiprocessor). G2 keeps the members:
 // its points by value go through the stack. Bit for bit the same values.
 #ifndef SEALTOP_XYZZ_BYVAL
@@ -72,7 +72,7 @@ struct Xyzz {
     // 2 * this (dbl-2008-s-1 with a = 0).
     HD Xyzz dbl() const {
 #if SEALTOP_XYZZ_BYVAL
-        if constexpr (F::WORDS == 12) return doubled(*this);
+        if constexpr (F::WORDS == Fp::WORDS) return doubled(*this);
 #endif
         return dbl_ref();
     }
@@ -128,7 +128,7 @@ struct Xyzz {
     // this += q, both XYZZ (add-2008-s).
     HD void add(const Xyzz& q) {
 #if SEALTOP_XYZZ_BYVAL
-        if constexpr (F::WORDS == 12) { *this = sum(*this, q); return; }
+        if constexpr (F::WORDS == Fp::WORDS) { *this = sum(*this, q); return; }
 #endif
         add_ref(q);
     }
