@@ -146,7 +146,8 @@ def run_sliced(z, known, lanes, n_in, n_loc, in_row, base_at, op0, nops, ops, ar
 
 @njit(cache=True, inline="always")
 def _to_z(z, planes, lanes, bases, base_at, n_in, slots, j0, n):
-    """Locals ``slots[j0:j0 + n]`` of every lane into z, as Montgomery 1 or 0."""
+    """Locals ``slots[j0:j0 + n]`` of every lane into z, as Montgomery 1 or 0 (masked, not
+    branched on: the bits are random, see engine/circuit/witness.py's _run_instance)."""
     one0, one1, one2, one3 = _ONE[0], _ONE[1], _ONE[2], _ONE[3]
     for lane in range(lanes):
         lb = np.uint64(lane)
@@ -154,13 +155,8 @@ def _to_z(z, planes, lanes, bases, base_at, n_in, slots, j0, n):
         for j in range(j0, j0 + n):
             s = slots[j]
             g = base + s
-            if (planes[s] >> lb) & _U1:
-                z[g, 0] = one0
-                z[g, 1] = one1
-                z[g, 2] = one2
-                z[g, 3] = one3
-            else:
-                z[g, 0] = _U0
-                z[g, 1] = _U0
-                z[g, 2] = _U0
-                z[g, 3] = _U0
+            m = _U0 - ((planes[s] >> lb) & _U1)  # all ones for a 1
+            z[g, 0] = one0 & m
+            z[g, 1] = one1 & m
+            z[g, 2] = one2 & m
+            z[g, 3] = one3 & m

@@ -32,27 +32,24 @@ typedef Mont<FrParams> Fr;
 typedef Mont<FpParams> Fp;
 
 // SEALTOP_FP2_MUL (a build define, for measuring variants): how Fp2's product and square are
-// made, bit for bit the same values (tests/test_cuda_host_ff.py builds 0 and 1).
+// made, bit for bit the same values (tests/test_cuda_host_ff.py builds both).
 //   0: each Fp product an out-of-line call of a whole Montgomery product (fp_mul_call, operands
 //      by value), the Karatsuba sums and differences reduced inline;
 //   1: one out-of-line call for an Fp2 product (fp2_mul_lazy) or square (fp2_sqr_lazy): three
-//      or two double-width Fp products and two Montgomery reductions, the sums unreduced;
-//   2: as 0 with fp_mul_call's operands by reference, as it was before: the baseline to
-//      measure 0 against.
+//      or two double-width Fp products and two Montgomery reductions, the sums unreduced.
+//      On an H100 (docs/BENCHMARKS.md, fourteenth round) G2's MSM at 2^24 took 358.8 ms with
+//      it against 396.4; off until the whole GPU suite and the pipeline have run on it.
 #ifndef SEALTOP_FP2_MUL
 #define SEALTOP_FP2_MUL 0
 #endif
 
 // Out of line because G2 formulas hold dozens of products, and inlining every one makes the G2
 // module take minutes to compile for little gain. The operands go by value: taken by reference
-// (through local memory) ptxas makes each a*b product of the CIOS rows a separate low and high
+// (through local memory) ptxas made each a*b product of the CIOS rows a separate low and high
 // multiply and add, 802 SASS instructions a product against 380 (nvcc 13.0, sm_90; 276 of the
-// 380 are wide multiply-adds, against 144 of the 802).
-#if SEALTOP_FP2_MUL == 2
-HD_NOINLINE Fp fp_mul_call(const Fp& a, const Fp& b) { return a * b; }
-#else
+// 380 are wide multiply-adds, against 144 of the 802), and G2's MSM at 2^24 took 520.2 ms on an
+// H100 against 396.4 by value.
 HD_NOINLINE Fp fp_mul_call(Fp a, Fp b) { return a * b; }
-#endif
 
 // c0 + c1*u with u^2 = -1; stored c0 then c1 (design.md).
 struct Fp2 {

@@ -3,8 +3,9 @@
 // accumulation (batch_affine.cuh) gets one block a multiprocessor: its Fp2 state needs the
 // registers.
 // MSM_G2_ACC_BOUNDS (a build define, see module.py) gives the XYZZ accumulation launch bounds,
-// none by default (219 registers: two blocks of 128 a multiprocessor). For measuring variants:
-// __launch_bounds__(128, 3) fits three in 168 registers, with 56 bytes spilled (ptxas 13.0).
+// none by default (219 registers: two blocks of 128 a multiprocessor). __launch_bounds__(128, 3)
+// fits three in 168 registers, 56 bytes spilled (ptxas 13.0), and was slower on an H100: G2's
+// MSM at 2^24 411.3 ms against 396.4.
 #ifdef MSM_G2_ACC_BOUNDS
 #define MSM_ACC_BOUNDS MSM_G2_ACC_BOUNDS
 #else
