@@ -317,11 +317,13 @@ def main() -> int:
 
             for lg, ws in windows.items():
                 for w in ws:
-                    _msm.SORT_BY_WINDOW, _msm.SORT_BY_WINDOW_BUCKETS = (True, 0) if w < 0 else (False, 1 << 21)
+                    saved = _msm.SORT_BY_WINDOW, _msm.SORT_BY_WINDOW_BUCKETS
+                    if w < 0:  # msm_g1_sortw: every window its own grid row; else msm.py's own choice
+                        _msm.SORT_BY_WINDOW, _msm.SORT_BY_WINDOW_BUCKETS = True, 0
                     try:
                         r = bench_msm("g1", lg, args.repeat, window=abs(w))
                     finally:
-                        _msm.SORT_BY_WINDOW, _msm.SORT_BY_WINDOW_BUCKETS = False, 1 << 21
+                        _msm.SORT_BY_WINDOW, _msm.SORT_BY_WINDOW_BUCKETS = saved
                     r["sort_by_window"] = w < 0
                     log(f"G1 MSM 2^{lg} window {abs(w)}{' (sort by window)' if w < 0 else ''}: {r['ms']:.2f} ms; "
                         f"item length {r['item_len']}; phases {r.get('phases_ms')}")
