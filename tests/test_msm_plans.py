@@ -1,0 +1,43 @@
+"""scripts/msm_plans.py's plan grammar and its settings' restoration (no GPU needed: the
+settings are module attributes of kernels/cuda/msm.py and msm_tree.py)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+
+import msm_plans  # noqa: E402
+
+from kernels.cuda import msm, msm_tree  # noqa: E402
+
+
+def test_plan_options_each_set_their_field() -> None:
+    rng = random.Random()
+    w = rng.randint(1, 24)
+    opts = [f"w{w}", "bw", rng.choice(["runs", "runs1"]), "sl2", "gf"]
+    rng.shuffle(opts)
+    plan = msm_plans.parse_plan("+".join(opts))
+    assert plan.window == w and plan.by_window and plan.slice_levels == 2 and plan.gpu_finish
+    assert plan.sort_runs is True and plan.two_pass == ("runs" in opts)
+    assert msm_plans.parse_plan("default") == msm_plans.Plan("default")
+
+
+@pytest.mark.parametrize("bad", ["w0", "w25", "wide", "runs2", "w20+", "sl3"])
+def test_unknown_options_are_refused_by_name(bad: str) -> None:
+    with pytest.raises(ValueError, match="unknown option"):
+        msm_plans.parse_plan(bad)
+
+
+def test_settings_apply_inside_and_are_restored_after_an_error() -> None:
+    before = msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS
+    with pytest.raises(RuntimeError):
+        with msm_plans.settings(msm_plans.parse_plan("bw+sl2+gf")):
+            assert (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS) == (True, 0)
+            assert msm_tree.SLICE_LEVELS == 2 and msm.HOST_FINISH is False
+            raise RuntimeError("a plan that failed")
+    assert (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS) == before
