@@ -22,10 +22,11 @@ import argparse
 import json
 import statistics
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -128,7 +129,7 @@ def main() -> int:
               f"phases {row['phases_ms']}", flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
-    print(f"\n| plan | ms | x sppark | window | sort | equal |\n|---|---:|---:|---:|---|---|")
+    print("\n| plan | ms | x sppark | window | sort | equal |\n|---|---:|---:|---:|---|---|")
     for r in rows:
         print(f"| {r['plan']} | {r['ms']:.2f} | {r['ratio'] if r['ratio'] is not None else '-'} | {r['window']} | "
               f"{r['sort']} | {r['equal']} |")
