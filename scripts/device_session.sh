@@ -26,6 +26,8 @@
 #                  no defines, built once: a second default timed last gives the spread between runs),
 #                  all at once; the variants and variant_tests steps wait for these compilations first
 #   gpu_tests      the whole python3 -m pytest -q -m gpu
+#   some_tests     python3 -m pytest -q -m gpu on $SOME_TESTS (files or node ids), limit $SOME_TESTS_S (200 s):
+#                  for a call too short for the whole suite
 #   batch_tests    the batch-affine MSM's GPU tests and the MSM/prove regressions beside them
 #   variant_tests  $VARIANT_TESTS (default tests/test_cuda_msm_batch.py; pytest -k "$VARIANT_TESTS_K" when
 #                  set) under each build variant in $VARIANTS but the defaults
@@ -178,6 +180,7 @@ for s in "$@"; do
         done
       done ;;
     gpu_tests) step gpu_tests 420 python3 -m pytest -q -m gpu -p no:cacheprovider ;;
+    some_tests) step some_tests "${SOME_TESTS_S:-200}" python3 -m pytest -q -m gpu -p no:cacheprovider ${SOME_TESTS:?set SOME_TESTS} ;;
     batch_tests) step batch_tests 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_batch.py \
         tests/test_cuda_host_inverse.py tests/test_cuda_msm.py tests/test_cuda_prove.py ;;
     rounds_tests) step rounds_tests 300 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_msm_rounds.py \
