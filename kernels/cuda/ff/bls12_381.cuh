@@ -37,11 +37,11 @@ typedef Mont<FpParams> Fp;
 //      by value), the Karatsuba sums and differences reduced inline;
 //   1: one out-of-line call for an Fp2 product (fp2_mul_lazy) or square (fp2_sqr_lazy): three
 //      or two double-width Fp products and two Montgomery reductions, the sums unreduced.
-//      The default: on an H100 (docs/BENCHMARKS.md, fourteenth and fifteenth rounds) G2's MSM
-//      at 2^24 took 358.8 ms with it against 396.4 (358.9 against 392.0 and 397.5 the next
-//      day), the ones' sum of 20.3 M 26.5 ms against 29.0.
+//      On an H100 (docs/BENCHMARKS.md, fourteenth and fifteenth rounds) G2's MSM at 2^24 took
+//      358.8 ms with it against 396.4, and 358.9 against 392.0-397.5 the next time; off until
+//      the whole GPU suite and the pipeline have run on it.
 #ifndef SEALTOP_FP2_MUL
-#define SEALTOP_FP2_MUL 1
+#define SEALTOP_FP2_MUL 0
 #endif
 
 // Out of line because G2 formulas hold dozens of products, and inlining every one makes the G2
