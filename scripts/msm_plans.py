@@ -8,6 +8,7 @@ A plan is options joined by '+' ('default' is none):
   runs   the sort into fixed runs, two passes (needs the per-window sort: bw, or 2^21 buckets);
   runs1  the same in one pass;
   sl2    the window slices in two levels (msm_tree.SLICE_LEVELS 2);
+  sN     N buckets a window slice (a power of two; msm_tree.SLICE_LEN);
   gf     the windows combined by one GPU thread instead of on the host (msm.HOST_FINISH off).
 Each plan: the median of --repeat CUDA-event timings after a warm-up, the phases of one more run,
 its ratio to sppark's figure in docs/ANCHORS.md where there is one, and whether its point equals
@@ -44,6 +45,7 @@ class Plan:
     sort_runs: bool | None = None
     two_pass: bool | None = None
     slice_levels: int | None = None
+    slice_len: int | None = None
     gpu_finish: bool = False
 
 
@@ -60,10 +62,12 @@ def parse_plan(text: str) -> Plan:
                 kw["sort_runs"], kw["two_pass"] = True, opt == "runs"
             elif opt == "sl2":
                 kw["slice_levels"] = 2
+            elif opt.startswith("s") and opt[1:].isdigit() and int(opt[1:]) in (1, 2, 4, 8, 16, 32, 64, 128):
+                kw["slice_len"] = int(opt[1:])
             elif opt == "gf":
                 kw["gpu_finish"] = True
             else:
-                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, gf)")
+                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, gf)")
     return Plan(text, **kw)
 
 
@@ -72,17 +76,19 @@ def settings(plan: Plan) -> Iterator[None]:
     """The module settings a plan runs under, restored after."""
     from kernels.cuda import msm, msm_tree
 
-    saved = msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS
+    saved = msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN
     if plan.by_window:
         msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS = True, 0
     if plan.slice_levels is not None:
         msm_tree.SLICE_LEVELS = plan.slice_levels
+    if plan.slice_len is not None:
+        msm_tree.SLICE_LEN = plan.slice_len
     if plan.gpu_finish:
         msm.HOST_FINISH = False
     try:
         yield
     finally:
-        msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS = saved
+        msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN = saved
 
 
 def main() -> int:

@@ -142,10 +142,12 @@ def _xyzz_row(p: tuple[int, int] | None) -> np.ndarray:
     return row.reshape(24)
 
 
-@pytest.mark.parametrize("levels", [1, 2])
-def test_window_sums_glue_over_the_host_kernels(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, levels: int) -> None:
+@pytest.mark.parametrize("levels,slice_len", [(1, 0), (2, 0), (2, 4), (1, 8)])
+def test_window_sums_glue_over_the_host_kernels(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, levels: int,
+                                                 slice_len: int) -> None:
     """msm_tree.window_sums (the launches, the second level's rows after each window's T rows, the
-    tree a window) over the host slices and Python additions: each window's weighted sum."""
+    tree a window) over the host slices and Python additions: each window's weighted sum, with
+    slice_len's lengths and with SLICE_LEN's."""
     ark = pytest.importorskip("py_arkworks_bls12381")
     from kernels.cuda import msm_tree
 
@@ -179,10 +181,12 @@ def test_window_sums_glue_over_the_host_kernels(lib: ctypes.CDLL, monkeypatch: p
     monkeypatch.setattr(msm_tree, "kernel", kern)
     monkeypatch.setattr(msm_tree, "_cp", lambda: _NumpyAsCupy)
     monkeypatch.setattr(msm_tree, "SLICE_LEVELS", levels)
+    monkeypatch.setattr(msm_tree, "SLICE_LEN", slice_len)
     rng = random.Random()
     nwin, c = 2, 12
     half = 1 << (c - 1)
     assert half // msm_tree.slice_len(c) >= 2 * msm_tree.LEVEL2_LEN  # two levels apply at c = 12
+    assert not slice_len or msm_tree.slice_len(c) == slice_len
     pts = T.random_points("g1", nwin * half, rng)
     rows = _xyzz_rows(pts).view(np.uint64).reshape(-1, 24)
     wins = msm_tree.window_sums("g1", rows, None, None, 1, half, nwin, c)
@@ -192,3 +196,11 @@ def test_window_sums_glue_over_the_host_kernels(lib: ctypes.CDLL, monkeypatch: p
         for b in range(half):
             s = s + pts[w * half + b] * ark.Scalar(b + 1)
         assert _sum_rows(wins[w:w + 1].view(np.uint32)) == ark_g1(s)
+
+
+def test_a_slice_length_not_a_power_of_two_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernels.cuda import msm_tree
+
+    monkeypatch.setattr(msm_tree, "SLICE_LEN", random.choice([3, 6, 12, 24, 48]))
+    with pytest.raises(ValueError, match="power of two"):
+        msm_tree.slice_len(20)

@@ -33,11 +33,19 @@ HEAVY_MAX_BUCKETS = 1 << 20
 SLICE_LEVELS = int(os.environ.get("SEALTOP_MSM_SLICE_LEVELS", "1"))
 SLICE_SPLIT, SLICE_FROM0 = 1, 2  # slices.cuh's flags
 LEVEL2_LEN = 32  # S rows a second-level slice
+# Buckets a slice whatever the window (a power of two; 0: slice_len's choice). SEALTOP_MSM_SLICE_LEN
+# per process, for timing: with two levels no thread pays an offset, so shorter slices only add
+# threads, and the reduction is a chain of dependent additions a thread (latency-bound).
+SLICE_LEN = int(os.environ.get("SEALTOP_MSM_SLICE_LEN", "0"))
 
 
 def slice_len(c: int) -> int:
     """Buckets a window slice: each thread also multiplies its slice's sum by the slice's offset
     (about log2(offset) doublings, one level), so wide windows take longer slices."""
+    if SLICE_LEN:
+        if SLICE_LEN & (SLICE_LEN - 1):
+            raise ValueError(f"a window slice's length must be a power of two, got {SLICE_LEN}")
+        return SLICE_LEN
     return 16 if c <= 16 else 32
 
 
