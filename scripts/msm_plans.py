@@ -104,6 +104,12 @@ def main() -> int:
         ap.error(str(exc))
     if not 10 <= args.log <= 28:
         ap.error(f"--log {args.log}: give 10 to 28")
+    from kernels.cuda.backend import CudaBackend
+
+    why = CudaBackend.unavailable_reason()
+    if why is not None:
+        print(f"msm_plans.py: needs a GPU: {why}", file=sys.stderr)
+        return 2
 
     import cupy as cp
 

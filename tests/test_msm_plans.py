@@ -44,3 +44,13 @@ def test_settings_apply_inside_and_are_restored_after_an_error() -> None:
             assert now() == (True, 0, False, 2, 8)
             raise RuntimeError("a plan that failed")
     assert now() == before
+
+
+def test_without_a_gpu_it_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernels.cuda.backend import CudaBackend
+
+    monkeypatch.setattr(CudaBackend, "unavailable_reason", staticmethod(lambda: "no CUDA device present"))
+    monkeypatch.setattr(sys, "argv", ["msm_plans.py", "--log", "12", "--plans", "default", "w8+sl2"])
+    assert msm_plans.main() == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "msm_plans.py: needs a GPU: no CUDA device present"
