@@ -52,7 +52,7 @@
 #                  sort, rounds, batch inversion levels, prefold, window slices), GLV split at 2^27:
 #                  $NCU_COUNT (8) launches matching $NCU_KERNELS after the first $NCU_SKIP (0); sections in $NCU_SECTIONS
 #   plans          scripts/msm_plans.py: one G1 MSM size ($PLANS_LOG, default 24) under the plans in $PLANS
-#                  (window, per-window sort, runs, slice levels and length, GPU finish), results compared equal
+#                  (window, per-window sort, runs, fold, slice levels and length, GPU finish), results compared equal
 #   ff_probe       sppark's field multiplication probe (same shape as gpu_check.py's)
 #   compare        .peer/harness/compare.py: sppark and sealtop on the same device buffers
 #                  (sizes from $COMPARE_MSM, $COMPARE_NTT)
@@ -193,7 +193,7 @@ for s in "$@"; do
       SEALTOP_MSM_ACC=${COMPARE_ACC:-auto} step compare_batch 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
         --out "$work/compare_batch.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "" --reps 5 ;;
     plans) step plans 240 python3 scripts/msm_plans.py --log "${PLANS_LOG:-24}" --out "$work/plans.json" \
-        --plans ${PLANS:-default w16+bw w16+bw+gf w20 w20+sl2 w20+runs w20+runs+sl2 w20+runs+sl2+s16 w20+runs+sl2+gf} ;;
+        --plans ${PLANS:-default w16+bw w16+bw+fx w20 w20+sl2 w20+fx w20+fx+sl2 w20+fx+sl2+s16 w20+fx+sl2+gf w16+bw+fx+sl2} ;;
     ff_probe) wait "${peer_pid:-0}" 2>/dev/null; step ff_probe 60 /tmp/peer/build/ff_probe ;;
     compare) wait "${peer_pid:-0}" 2>/dev/null
       step compare 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \

@@ -9,12 +9,14 @@ A plan is options joined by '+' ('default' is none):
   runs1  the same in one pass;
   sl2    the window slices in two levels (msm_tree.SLICE_LEVELS 2);
   sN     N buckets a window slice (a power of two; msm_tree.SLICE_LEN);
+  fx     after the exact sort with no heavy bucket, the slices sum the work items (msm.FOLD_EXACT);
   gf     the windows combined by one GPU thread instead of on the host (msm.HOST_FINISH off).
 Each plan: the median of --repeat CUDA-event timings after a warm-up, the phases of one more run,
 its ratio to sppark's figure in docs/ANCHORS.md where there is one, and whether its point equals
 the first plan's. Why: the window, sort and reduction choices trade against each other by size
 (at 2^24 on an H100, window 20 took the accumulation from 108 to 91 ms and put 21 ms on the
-bucket sums and window reduction), so they are timed together, not one spec at a time.
+bucket sums and window reduction; at 2^24 the sort into runs does not fit its memory bound at
+window 20, so "runs" there falls back to the exact sort, and "fx" is the way to the fold path), so they are timed together, not one spec at a time.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Plan:
     two_pass: bool | None = None
     slice_levels: int | None = None
     slice_len: int | None = None
+    fold_exact: bool = False
     gpu_finish: bool = False
 
 
@@ -64,10 +67,12 @@ def parse_plan(text: str) -> Plan:
                 kw["slice_levels"] = 2
             elif opt.startswith("s") and opt[1:].isdigit() and int(opt[1:]) in (1, 2, 4, 8, 16, 32, 64, 128):
                 kw["slice_len"] = int(opt[1:])
+            elif opt == "fx":
+                kw["fold_exact"] = True
             elif opt == "gf":
                 kw["gpu_finish"] = True
             else:
-                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, gf)")
+                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, fx, gf)")
     return Plan(text, **kw)
 
 
@@ -76,19 +81,23 @@ def settings(plan: Plan) -> Iterator[None]:
     """The module settings a plan runs under, restored after."""
     from kernels.cuda import msm, msm_tree
 
-    saved = msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN
+    saved = (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm_tree.SLICE_LEVELS,
+             msm_tree.SLICE_LEN)
     if plan.by_window:
         msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS = True, 0
     if plan.slice_levels is not None:
         msm_tree.SLICE_LEVELS = plan.slice_levels
     if plan.slice_len is not None:
         msm_tree.SLICE_LEN = plan.slice_len
+    if plan.fold_exact:
+        msm.FOLD_EXACT = True
     if plan.gpu_finish:
         msm.HOST_FINISH = False
     try:
         yield
     finally:
-        msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN = saved
+        (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm_tree.SLICE_LEVELS,
+         msm_tree.SLICE_LEN) = saved
 
 
 def main() -> int:

@@ -75,3 +75,34 @@ def test_fold_at_scale_against_known_logs(monkeypatch: pytest.MonkeyPatch) -> No
             # every top-window bucket (1,379 of ~1,520 entries) has several items in both modes
             assert (st.folded >= 1300) == prefold, (mode, prefold, st.folded)
             assert np.array_equal(got, want), (mode, prefold)
+
+
+@pytest.mark.parametrize("window", [6, 11])
+def test_fold_after_the_exact_sort_matches_arkworks(window: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """msm.FOLD_EXACT: the exact counting sort (no runs), no heavy bucket, the window slices
+    summing each bucket's items; 4000 points with planted edges and items of 4 (window 6: ~125
+    entries a bucket, ~31 items; window 11: ~4 entries, 1-2 items), HEAVY_ITEMS lifted so that no
+    bucket is heavy, folded first or not: arkworks' point, and another point for a changed scalar."""
+    import cupy as cp
+
+    from kernels.cuda import msm, msm_fold
+
+    monkeypatch.setattr(msm, "FOLD_EXACT", True)
+    monkeypatch.setattr(msm, "HEAVY_ITEMS", 1 << 20)  # no bucket is heavy, whatever its items
+    rng = random.Random()
+    n = 4000
+    pts = T.random_points("g1", n, rng)
+    sc = T.random_scalars(n, rng)
+    T.plant_edges(pts, sc, "g1", rng)
+    P = cp.asarray(T.ark_to_words("g1", pts))
+    want = T.ark_msm("g1", pts, sc)
+    for prefold in (True, False):
+        monkeypatch.setattr(msm_fold, "PREFOLD", prefold)
+        st = msm.MsmStats()
+        got = cp.asnumpy(msm.msm("g1", P, cp.asarray(T.fr_words(sc)), window=window, item_len=4, sort_runs=False,
+                                 stats=st))[0]
+        assert st.sort == "exact" and st.window == window
+        assert (st.folded > 0) == prefold, (prefold, st.folded)
+        assert np.array_equal(got, want), (window, prefold)
+    sc[11] = (sc[11] + 1) % R_MOD
+    assert not np.array_equal(cp.asnumpy(msm.msm("g1", P, cp.asarray(T.fr_words(sc)), window=window, item_len=4))[0], want)

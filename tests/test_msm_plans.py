@@ -20,10 +20,11 @@ def test_plan_options_each_set_their_field() -> None:
     rng = random.Random()
     w = rng.randint(1, 24)
     sl = 1 << rng.randint(0, 7)
-    opts = [f"w{w}", "bw", rng.choice(["runs", "runs1"]), "sl2", f"s{sl}", "gf"]
+    opts = [f"w{w}", "bw", rng.choice(["runs", "runs1"]), "sl2", f"s{sl}", "fx", "gf"]
     rng.shuffle(opts)
     plan = msm_plans.parse_plan("+".join(opts))
     assert plan.window == w and plan.by_window and plan.slice_levels == 2 and plan.gpu_finish and plan.slice_len == sl
+    assert plan.fold_exact
     assert plan.sort_runs is True and plan.two_pass == ("runs" in opts)
     assert msm_plans.parse_plan("default") == msm_plans.Plan("default")
 
@@ -36,12 +37,13 @@ def test_unknown_options_are_refused_by_name(bad: str) -> None:
 
 def test_settings_apply_inside_and_are_restored_after_an_error() -> None:
     def now() -> tuple[object, ...]:
-        return msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN
+        return (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm_tree.SLICE_LEVELS,
+                msm_tree.SLICE_LEN)
 
     before = now()
     with pytest.raises(RuntimeError):
-        with msm_plans.settings(msm_plans.parse_plan("bw+sl2+s8+gf")):
-            assert now() == (True, 0, False, 2, 8)
+        with msm_plans.settings(msm_plans.parse_plan("bw+sl2+s8+fx+gf")):
+            assert now() == (True, 0, False, True, 2, 8)
             raise RuntimeError("a plan that failed")
     assert now() == before
 

@@ -51,6 +51,12 @@ from kernels.cuda.stream import settle, side_stream, to_host
 HEAVY_ITEMS = 32
 # Combine the windows on the host (kernels/cuda/finish.py) rather than in one GPU thread.
 HOST_FINISH = True
+# After the exact sort with no heavy bucket, let the window slices sum each bucket's work items
+# themselves (the fold path the sort into runs takes) instead of a bucket-sum pass writing one row
+# a bucket. Why: at 2^24 with window 20 (H100, 2026-12-05) that pass over 6.8 M buckets took 7.3
+# ms. SEALTOP_MSM_FOLD_EXACT=1 per process; off until timed (scripts/msm_plans.py, "fx") and
+# run through the GPU suite, since it moves every small MSM onto the fold path.
+FOLD_EXACT = os.environ.get("SEALTOP_MSM_FOLD_EXACT", "0") == "1"
 # Work items the accumulation aims for: about four waves of its resident threads on an H200
 # (132 SMs x 3 blocks of 128). Fewer, longer items leave small MSMs latency-bound: at 2^20 points
 # with one item per bucket each thread adds ~512 points in sequence on a card a third full.
@@ -525,9 +531,10 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     # so the window slices sum each bucket's items themselves (no bucket-sum pass), the buckets of
     # several items summed into one row first (msm_fold: why, with the counts at porep-32g's H)
     fold = runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS
-    fold_plan = msm_fold.multi_item_plan(nitems, item_off) if fold and msm_fold.PREFOLD else None
     # read here, where the host waits already, so the ends queue after the accumulation unwaited
     heavy = None if fold else heavy_buckets(nitems, item_off, HEAVY_ITEMS)
+    fold = fold or (FOLD_EXACT and heavy is None)
+    fold_plan = msm_fold.multi_item_plan(nitems, item_off) if fold and msm_fold.PREFOLD else None
     item_start = cp.empty(max(total_items, 1), dtype=cp.uint32)
     item_end = cp.empty(max(total_items, 1), dtype=cp.uint32)
     kernel("msm_g1", "msm_items")(_grid(nb, 256), (256,), (count, bucket_off, item_off, np.uint32(nb), np.uint32(L), item_start, item_end))
