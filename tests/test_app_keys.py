@@ -81,8 +81,10 @@ async def test_event_log_scrolls_back_and_searches():
             app._local_log("info", f"note {i}")
         app.request_render()
         log = app.screen.query_one(EventLog)
-        # the follow scroll lands a refresh after the lines, later under load
-        await wait_for(pilot, lambda: log.scroll_y == log.max_scroll_y > 0)
+        # the lines may reach the log over several refreshes, and the follow scroll lands a refresh
+        # after them (later under load): wait for the last line, then for the scroll to reach it
+        await wait_for(pilot, lambda: bool(log._entries) and log._entries[-1].text == "note 299"
+                       and log.scroll_y == log.max_scroll_y > 0)
         assert log.follow and log.scroll_y == log.max_scroll_y > 0
         log.focus()
         await pilot.press("pageup", "k")
