@@ -3,7 +3,7 @@
     python scripts/msm_plans.py --log 24 --plans default w16+bw w20 w20+runs w20+runs+sl2 [--repeat 5] [--out F]
 
 A plan is options joined by '+' ('default' is none):
-  wN     window bits N (else msm.default_window's choice);
+  wN     window bits N (else msm_layout.default_window's choice);
   bw     the counting sort one window per grid row whatever the bucket count (msm.SORT_BY_WINDOW_BUCKETS 0);
   runs   the sort into fixed runs, two passes (needs the per-window sort: bw, or 2^21 buckets);
   runs1  the same in one pass;

@@ -254,11 +254,11 @@ def test_sizes_at_2_27() -> None:
     """The 2^27 GLV MSM's sizes (2^28 entries over 2^28 table rows, c = 22, 6 windows): the runs'
     layout passes 2^31 entries (positions are uint32 throughout), the slots a group and its
     threads give one up level of the batch inversion; sizes past 32 bits are refused."""
-    from kernels.cuda import msm
+    from kernels.cuda import msm, msm_layout
 
     m, c = 1 << 28, msm.GLV_WINDOW
     nwin = -(-msm.GLV_BITS // c)
-    runs = msm.bucket_runs(m, c, nwin, msm.GLV_BOUND)
+    runs = msm_layout.bucket_runs(m, c, nwin, msm.GLV_BOUND)
     assert runs is not None
     total = runs[3]
     assert 1 << 31 < total < 1 << 32

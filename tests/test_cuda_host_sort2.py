@@ -72,7 +72,7 @@ def digits(s: int, c: int, nwin: int) -> list[tuple[int, int]]:
 
 
 def layout(m: int, c: int, nwin: int, bound: int, cap: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """msm.bucket_runs' layout without its memory bound (or with every run cap long)."""
+    """msm_layout.bucket_runs' layout without its memory bound (or with every run cap long)."""
     half = 1 << (c - 1)
     wnb = np.array([min((bound >> (c * w)) + 1, half) for w in range(nwin)], np.uint32)
     wcap = np.array([cap or int(m / nb + 8 * (m / nb) ** 0.5 + 16) for nb in wnb.tolist()], np.uint32)
@@ -235,7 +235,7 @@ def test_buckets_without_runs(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_plan() -> None:
-    wcap = np.array([234] * 5 + [1849], np.uint32)  # msm.bucket_runs' at H's 2^28 entries
+    wcap = np.array([234] * 5 + [1849], np.uint32)  # msm_layout.bucket_runs' at H's 2^28 entries
     wnb = np.array([1 << 21] * 5 + [(GLV_BOUND >> 110) + 1], np.uint32)
     plans = msm_sort2.plan(1 << 28, 22, wcap, wnb)
     assert plans is not None

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernels.cuda import msm, msm_fold, msm_rounds
+from kernels.cuda import msm, msm_fold, msm_layout, msm_rounds
 from kernels.cuda.glv import GLV_BOUND
 
 
@@ -121,7 +121,7 @@ def test_h_at_porep_32g_takes_the_fold(how: str) -> None:
     and the top window's buckets are the ones cut into several items."""
     m, c = 1 << 28, 22
     nwin, half = -(-129 // c), 1 << (c - 1)
-    runs = msm.bucket_runs(m, c, nwin, GLV_BOUND)
+    runs = msm_layout.bucket_runs(m, c, nwin, GLV_BOUND)
     assert runs is not None
     wcap, wnb = runs[1], runs[2]
     L = msm.item_length(m, nwin, half) if how == "xyzz" else msm_rounds.item_length(m, half)

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from kernels.cuda import msm, msm_tree
+from kernels.cuda import msm, msm_layout, msm_tree
 
 
 def test_top_window_bits_matches_counting() -> None:
@@ -15,26 +15,26 @@ def test_top_window_bits_matches_counting() -> None:
         nwin = -(-256 // c)
         assert nwin * c >= 256 > (nwin - 1) * c
         # the scalar bit positions (0..254) that fall in the last window
-        assert msm.top_window_bits(c) == sum(1 for i in range(255) if i // c == nwin - 1)
+        assert msm_layout.top_window_bits(c) == sum(1 for i in range(255) if i // c == nwin - 1)
 
 
 def test_default_window_avoids_tiny_top_windows() -> None:
     for lg in range(8, 30):
         m = (1 << lg) + random.randrange(1 << (lg - 1))
-        c = msm.default_window(m, "g1")
-        if lg >= msm.LARGE_LOG:
-            assert c == msm.LARGE_WINDOW
+        c = msm_layout.default_window(m, "g1")
+        if lg >= msm_layout.LARGE_LOG:
+            assert c == msm_layout.LARGE_WINDOW
         else:
-            assert 4 <= c <= msm.MAX_WINDOW
+            assert 4 <= c <= msm_layout.MAX_WINDOW
             # a window whose last digit keeps fewer than c/2 bits is chosen only when every
             # candidate near log2(m) - 4 has one
-            c0 = max(4, min(msm.MAX_WINDOW, lg - 4))
-            near = range(max(4, c0 - 3), min(msm.MAX_WINDOW, c0 + 2) + 1)
-            if any(msm.top_window_bits(k) >= k // 2 for k in near):
-                assert msm.top_window_bits(c) >= c // 2, (lg, c)
-        assert msm.top_window_bits(c) >= c // 2 or lg < 11, (lg, c)
-    assert msm.default_window(1 << 22, "g1") != 14  # 14 leaves 3 bits at the top
-    assert msm.default_window(0, "g1") >= 4
+            c0 = max(4, min(msm_layout.MAX_WINDOW, lg - 4))
+            near = range(max(4, c0 - 3), min(msm_layout.MAX_WINDOW, c0 + 2) + 1)
+            if any(msm_layout.top_window_bits(k) >= k // 2 for k in near):
+                assert msm_layout.top_window_bits(c) >= c // 2, (lg, c)
+        assert msm_layout.top_window_bits(c) >= c // 2 or lg < 11, (lg, c)
+    assert msm_layout.default_window(1 << 22, "g1") != 14  # 14 leaves 3 bits at the top
+    assert msm_layout.default_window(0, "g1") >= 4
 
 
 def test_item_length_bounds() -> None:

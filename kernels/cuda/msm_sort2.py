@@ -13,7 +13,7 @@ store to a random address per entry; on the H200 (H's MSM at porep-32g, 1.6 G en
          one store an entry into the run, the runs being written few enough to stay in L2;
          (PLACE "bins") one coarse bin a block: the run positions by shared atomics on its 8192
          fine counters, one store an entry into the run, and the bin's counts into count[].
-The layout (msm.bucket_runs, msm.run_offsets), count[] and the overflow rule are
+The layout (msm_layout.bucket_runs, msm_layout.run_offsets), count[] and the overflow rule are
 msm_scatter_runs_w's, so msm.py goes on the same way after either. SORT_TWO_PASS (on by default;
 SEALTOP_SORT_TWO_PASS=0 turns it off) picks it; msm()'s sort_two_pass per call. Device memory
 beyond the one-pass sort's: the staging areas, 8 bytes an entry of a window (plus the bins'
@@ -95,7 +95,7 @@ class WindowPlan:
 
 
 def plan(m: int, c: int, wcap: np.ndarray, wnb: np.ndarray) -> list[WindowPlan] | None:
-    """Each window's bins for m entries in c-bit windows with msm.bucket_runs' run lengths wcap
+    """Each window's bins for m entries in c-bit windows with msm_layout.bucket_runs' run lengths wcap
     and buckets with runs wnb; None where the fine buckets of a bin would not fit pass 2's shared
     counters (a window with runs for more than 2^21 buckets, as c > 22 makes).
 
@@ -136,7 +136,7 @@ def staging_bytes(plans: list[WindowPlan], windows: int = 1) -> int:
 
 def scatter_runs(canon: Any, idx_arg: Any, m: int, c: int, wbase: np.ndarray, wcap: np.ndarray, wnb: np.ndarray,
                  count: Any, sorted_: Any, overflow: Any, windows: int | None = None, place: str | None = None) -> bool:
-    """msm_scatter_runs_w's work in two passes: sorted_ (the runs of msm.bucket_runs' layout),
+    """msm_scatter_runs_w's work in two passes: sorted_ (the runs of msm_layout.bucket_runs' layout),
     count (zeros before: every entry counted after) and overflow (set when a run, a bin's
     staging area, or a bucket without a run would take an entry); pass 1 for ``windows``
     (WINDOWS_PER_PASS) windows at a time, then pass 2 for each of them, in the form ``place``

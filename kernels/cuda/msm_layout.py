@@ -1,0 +1,86 @@
+"""The MSM's layout, worked out on the host before any launch: how wide its windows are and
+where the sort into runs puts each bucket's entries (kernels/cuda/msm.py runs the MSM on it;
+tests/test_cuda_msm_plan.py checks it against counting)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernels.cuda.stream import cupy_module as _cp
+
+MAX_WINDOW = 16
+# From 2^26 scalars on, wider windows: at 2^26 (H200, 2026-12-01) c = 20 took 493.8 ms against
+# c = 16 516.0, c = 18 523.5 and c = 19 515.0 (13 windows instead of 16: accumulation 366 ms
+# against 447, partly paid back in the sort, 85 against 60 ms, and the window reduction).
+LARGE_LOG = 26
+LARGE_WINDOW = 20
+
+
+def top_window_bits(c: int) -> int:
+    """Scalar bits (of 255) left for the last of ceil(256 / c) signed-digit windows."""
+    nwin = (256 + c - 1) // c
+    return 255 - (nwin - 1) * c
+
+
+def default_window(m: int, group: str) -> int:
+    """Window bits c for a tail of m scalars.
+
+    LARGE_WINDOW from 2^LARGE_LOG scalars on. Below, candidates around log2(m) - 4 (at most
+    MAX_WINDOW); those whose top window keeps fewer than c / 2 scalar bits are dropped (its few
+    buckets then take a large share of all points: c = 12 leaves 3 bits, c = 14 3, c = 15 only
+    the carry); of the rest, the one with the fewest estimated additions wins: nwin * m in the
+    buckets, plus about 4 per bucket for the bucket sums and the window reduction.
+    Measured on the H200 (2026-12-01, G1): at 2^20, c = 12 19.9 ms, 13 19.0, 14 18.8, 16 16.8;
+    at 2^22, c = 13 49.3 ms, 16 40.7; at 2^24, c = 16 152.5, 17 170.5, 18 189.1, 20 211.5 (the
+    last four before the reduction trees and the item order of this version).
+    """
+    lg = max(1, m.bit_length() - 1)
+    if lg >= LARGE_LOG:
+        return LARGE_WINDOW
+    c0 = max(4, min(MAX_WINDOW, lg - 4))
+    best, best_cost = c0, None
+    for c in range(max(4, c0 - 3), min(MAX_WINDOW, c0 + 2) + 1):
+        tiny = top_window_bits(c) < c // 2
+        if tiny and c != c0:
+            continue
+        nwin = (256 + c - 1) // c
+        cost = nwin * m + 4 * nwin * (1 << (c - 1))
+        if tiny:
+            cost *= 2  # c0 itself with a tiny top window: only when nothing else qualifies
+        if best_cost is None or cost < best_cost:
+            best, best_cost = c, cost
+    return best
+
+
+def bucket_runs(m: int, c: int, nwin: int, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """(first entry, run length and buckets with runs, per window; entries in all) for m scalars
+    at most ``bound`` in c-bit signed windows, or None when the runs would not fit 32-bit
+    positions or twice the exact sort's memory. A full window's digit magnitudes spread evenly
+    over its 2^(c-1) buckets; a top window whose raw value (bits plus carry) stays at most
+    2^(c-1) is never negated and reaches only its first (bound >> c w) + 1 buckets."""
+    half = 1 << (c - 1)
+    wnb = np.empty(nwin, np.uint32)
+    wcap = np.empty(nwin, np.uint32)
+    for w in range(nwin):
+        top = (bound >> (c * w)) + 1  # the largest raw value when this window holds the top bits
+        nb = top if top <= half else half
+        mean = m / nb
+        wnb[w], wcap[w] = nb, int(mean + 8 * mean ** 0.5 + 16)
+    sizes = wnb.astype(np.int64) * wcap
+    total = int(sizes.sum())
+    if total >= 1 << 32 or total > 2 * nwin * m + (1 << 20):
+        return None
+    wbase = (np.cumsum(sizes) - sizes).astype(np.uint32)
+    return wbase, wcap, wnb, total
+
+
+def run_offsets(wbase: np.ndarray, wcap: np.ndarray, wnb: np.ndarray, half: int) -> Any:
+    """Device uint32[nwin * half]: where each bucket's run starts (the window's first entry for a
+    bucket without a run: its count is 0, so it has no work items)."""
+    cp = _cp()
+    k = cp.arange(half, dtype=cp.uint32)
+    rows = [cp.where(k < np.uint32(nb), np.uint32(base) + k * np.uint32(cap), np.uint32(base)).astype(cp.uint32)
+            for base, cap, nb in zip(wbase.tolist(), wcap.tolist(), wnb.tolist())]
+    return cp.concatenate(rows)
