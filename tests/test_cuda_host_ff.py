@@ -21,28 +21,28 @@ pytestmark = needs_cxx
 # Besides BUILDS, the PTX build with every Fp product and squaring on dmul.cuh's FP64 paths (the
 # SEALTOP_FP_DMUL build variants: 1 the hybrid, 2 the pure FP64 Karatsuba).
 DMUL_BUILDS = ["dmul_hybrid", "dmul_fp64"]
-# And both builds with Fp2's products of unreduced halves (SEALTOP_FP2_MUL=1: mont.cuh's mul_wide,
-# add_raw, sub_wide_mod and redc_wide on sums of products).
-FP2_BUILDS = ["fp2_lazy_portable", "fp2_lazy_ptx_model"]
-# And the PTX build with G1's XYZZ addition and doubling as functions of values
-# (SEALTOP_XYZZ_BYVAL=1, ec/xyzz.cuh).
-XYZZ_BUILDS = ["xyzz_byval_ptx_model"]
+# And both builds with Fp2's products as whole Montgomery products (SEALTOP_FP2_MUL=0; the default
+# is 1, mont.cuh's mul_wide, add_raw, sub_wide_mod and redc_wide on sums of products).
+FP2_BUILDS = ["fp2_calls_portable", "fp2_calls_ptx_model"]
+# And the PTX build with G1's XYZZ addition and doubling as members of a point in memory
+# (SEALTOP_XYZZ_BYVAL=0, ec/xyzz.cuh; the default is 1, functions of values).
+XYZZ_BUILDS = ["xyzz_members_ptx_model"]
 
 
 @pytest.fixture(scope="module", params=BUILDS + DMUL_BUILDS + FP2_BUILDS + XYZZ_BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     """The headers built twice: the portable C++ arithmetic, and the PTX instruction sequences the
     GPU runs, over ptx.cuh's host model of the carry flag (SEALTOP_PTX_FF=1); the PTX build
-    again with Fp's products on the FP64 pipe (SEALTOP_FP_DMUL); both with Fp2's lazy
-    products (SEALTOP_FP2_MUL=1); and G1's XYZZ formulas by value (SEALTOP_XYZZ_BYVAL=1)."""
+    again with Fp's products on the FP64 pipe (SEALTOP_FP_DMUL); both with Fp2's products as
+    whole Montgomery products (SEALTOP_FP2_MUL=0); and G1's XYZZ formulas as members (SEALTOP_XYZZ_BYVAL=0)."""
     if request.param in DMUL_BUILDS:
         dmul = 1 + DMUL_BUILDS.index(request.param)
         return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag("ptx_model"), f"-DSEALTOP_FP_DMUL={dmul}")
     if request.param in XYZZ_BUILDS:
-        return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag("ptx_model"), "-DSEALTOP_XYZZ_BYVAL=1")
+        return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag("ptx_model"), "-DSEALTOP_XYZZ_BYVAL=0")
     if request.param in FP2_BUILDS:
-        build = request.param.removeprefix("fp2_lazy_")
-        return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag(build), "-DSEALTOP_FP2_MUL=1")
+        build = request.param.removeprefix("fp2_calls_")
+        return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag(build), "-DSEALTOP_FP2_MUL=0")
     return host_library(tmp_path_factory, "ff/host_selftest.cpp", "-O1", ptx_flag(request.param))
 
 

@@ -8,16 +8,16 @@
 #pragma once
 #include "../ff/bls12_381.cuh"
 
-// SEALTOP_XYZZ_BYVAL (a build define, for measuring a variant): 1 makes G1's out-of-line XYZZ
-// addition and doubling static functions of values (sum, doubled) instead of member functions of
-// a point in local memory. ptxas then makes every Fp product of them wide multiply-adds (the
-// addition about 6,150 SASS instructions against 8,350), at more registers in the window kernels
-// (g1_slices 255 against 172, still two blocks of 128 a multiprocessor). On an H100
-// (docs/BENCHMARKS.md, fifteenth round) H's window reduction at 2^27 took 28.8 ms with it against
-// 30.8-30.9; off until the GPU suite has run on it. G2 keeps the members: its points by value go
-// through the stack. Bit for bit the same values.
+// SEALTOP_XYZZ_BYVAL (a build define): 1, the default, makes G1's out-of-line XYZZ addition and
+// doubling static functions of values (sum, doubled) instead of member functions of a point in
+// local memory (0). ptxas then makes every Fp product of them wide multiply-adds (the addition
+// about 6,150 SASS instructions against 8,350), at more registers in the window kernels (g1_slices
+// 255 against 172, still two blocks of 128 a multiprocessor). On an H100 (docs/BENCHMARKS.md,
+// fifteenth round) H's window reduction at 2^27 took 28.8 ms with it against 30.8-30.9; the whole
+// GPU suite passed on it (sixteenth round). G2 keeps the members: its points by value go through
+// the stack. Bit for bit the same values.
 #ifndef SEALTOP_XYZZ_BYVAL
-#define SEALTOP_XYZZ_BYVAL 0
+#define SEALTOP_XYZZ_BYVAL 1
 #endif
 
 template <class F>

@@ -31,17 +31,17 @@ struct FpParams {
 typedef Mont<FrParams> Fr;
 typedef Mont<FpParams> Fp;
 
-// SEALTOP_FP2_MUL (a build define, for measuring variants): how Fp2's product and square are
-// made, bit for bit the same values (tests/test_cuda_host_ff.py builds both).
+// SEALTOP_FP2_MUL (a build define): how Fp2's product and square are made, bit for bit the same
+// values (tests/test_cuda_host_ff.py builds both).
+//   1 (the default): one out-of-line call for an Fp2 product (fp2_mul_lazy) or square
+//      (fp2_sqr_lazy): three or two double-width Fp products and two Montgomery reductions, the
+//      sums unreduced. On an H100 (docs/BENCHMARKS.md, fourteenth and fifteenth rounds) G2's MSM
+//      at 2^24 took 358.8 ms with it against 396.4, and 358.9 against 392.0-397.5 the next time;
+//      the whole GPU suite passed on it (sixteenth round);
 //   0: each Fp product an out-of-line call of a whole Montgomery product (fp_mul_call, operands
-//      by value), the Karatsuba sums and differences reduced inline;
-//   1: one out-of-line call for an Fp2 product (fp2_mul_lazy) or square (fp2_sqr_lazy): three
-//      or two double-width Fp products and two Montgomery reductions, the sums unreduced.
-//      On an H100 (docs/BENCHMARKS.md, fourteenth and fifteenth rounds) G2's MSM at 2^24 took
-//      358.8 ms with it against 396.4, and 358.9 against 392.0-397.5 the next time; off until
-//      the whole GPU suite and the pipeline have run on it.
+//      by value), the Karatsuba sums and differences reduced inline.
 #ifndef SEALTOP_FP2_MUL
-#define SEALTOP_FP2_MUL 0
+#define SEALTOP_FP2_MUL 1
 #endif
 
 // Out of line because G2 formulas hold dozens of products, and inlining every one makes the G2
