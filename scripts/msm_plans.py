@@ -10,7 +10,9 @@ A plan is options joined by '+' ('default' is none):
   sl2    the window slices in two levels (msm_tree.SLICE_LEVELS 2);
   sN     N buckets a window slice (a power of two; msm_tree.SLICE_LEN);
   fx     after the exact sort with no heavy bucket, the slices sum the work items (msm.FOLD_EXACT);
-  gf     the windows combined by one GPU thread instead of on the host (msm.HOST_FINISH off).
+  gf     the windows combined by one GPU thread instead of on the host (msm.HOST_FINISH off);
+  r      the bucket accumulation by batch-affine rounds (msm()'s accumulate "rounds"; XYZZ at
+         this size otherwise), rN with work items of N entries ("rounds-lN").
 Each plan: the median of --repeat CUDA-event timings after a warm-up, the phases of one more run,
 its ratio to sppark's figure in docs/ANCHORS.md where there is one, and whether its point equals
 the first plan's. Why: the window, sort and reduction choices trade against each other by size
@@ -50,6 +52,7 @@ class Plan:
     slice_len: int | None = None
     fold_exact: bool = False
     gpu_finish: bool = False
+    accumulate: str | None = None
 
 
 def parse_plan(text: str) -> Plan:
@@ -71,8 +74,10 @@ def parse_plan(text: str) -> Plan:
                 kw["fold_exact"] = True
             elif opt == "gf":
                 kw["gpu_finish"] = True
+            elif opt == "r" or (opt.startswith("r") and opt[1:].isdigit() and 1 <= int(opt[1:]) <= 4096):
+                kw["accumulate"] = "rounds" if opt == "r" else f"rounds-l{int(opt[1:])}"
             else:
-                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, fx, gf)")
+                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, fx, gf, r, rN)")
     return Plan(text, **kw)
 
 
@@ -133,6 +138,8 @@ def main() -> int:
     first = None
     for plan in plans:
         kw = {"window": plan.window, "sort_runs": plan.sort_runs, "sort_two_pass": plan.two_pass}
+        if plan.accumulate:
+            kw["accumulate"] = plan.accumulate
         with settings(plan):
             runs = time_device(lambda: msm.msm("g1", points, scalars, **kw), args.repeat)
             st = msm.MsmStats()

@@ -29,7 +29,17 @@ def test_plan_options_each_set_their_field() -> None:
     assert msm_plans.parse_plan("default") == msm_plans.Plan("default")
 
 
-@pytest.mark.parametrize("bad", ["w0", "w25", "wide", "runs2", "w20+", "sl3", "s12", "s0", "s256"])
+def test_the_accumulation_option_names_a_rounds_mode_msm_accepts() -> None:
+    from kernels.cuda import msm_rounds
+
+    n = random.randint(1, 4096)
+    assert msm_plans.parse_plan("w20+r").accumulate == "rounds"
+    plan = msm_plans.parse_plan(f"r{n}+fx")
+    assert plan.accumulate == f"rounds-l{n}" and plan.fold_exact
+    assert msm_rounds.mode(plan.accumulate)["length"] == n
+
+
+@pytest.mark.parametrize("bad", ["w0", "w25", "wide", "runs2", "w20+", "sl3", "s12", "s0", "s256", "r0", "r4097", "rx"])
 def test_unknown_options_are_refused_by_name(bad: str) -> None:
     with pytest.raises(ValueError, match="unknown option"):
         msm_plans.parse_plan(bad)
