@@ -24,6 +24,9 @@ def test_default_window_avoids_tiny_top_windows() -> None:
         c = msm_layout.default_window(m, "g1")
         if lg >= msm_layout.LARGE_LOG:
             assert c == msm_layout.LARGE_WINDOW
+        elif lg >= msm_layout.MID_LOG:
+            assert c == msm_layout.MID_WINDOW and msm_layout.mid_plan(m, "g1")
+            assert not msm_layout.mid_plan(m, "g2") and msm_layout.default_window(m, "g2") <= msm_layout.MAX_WINDOW
         else:
             assert 4 <= c <= msm_layout.MAX_WINDOW
             # a window whose last digit keeps fewer than c/2 bits is chosen only when every

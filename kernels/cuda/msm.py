@@ -40,7 +40,7 @@ from kernels.cuda.glv import (
 )
 from kernels.cuda.module import kernel
 from kernels.cuda.msm_ends import Ends
-from kernels.cuda.msm_layout import LARGE_LOG, bucket_runs, default_window, run_offsets
+from kernels.cuda.msm_layout import LARGE_LOG, MID_WINDOW, bucket_runs, default_window, mid_plan, run_offsets
 from kernels.cuda.msm_tree import fold_heavy, heavy_buckets, reduce_all, window_sums
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
 from kernels.cuda.points import grid as _grid
@@ -391,7 +391,7 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     how_acc = accumulation(m, accumulate)
     batch = how_acc == "batch"
     if bits == GLV_BITS:
-        c = window or (GLV_WINDOW if m >= 1 << LARGE_LOG else default_window(m, group))
+        c = window or (GLV_WINDOW if m >= 1 << LARGE_LOG else default_window(m, group, mid=False))
     else:
         c = window or (BATCH_WINDOW if batch and m >= 1 << BATCH_MIN_LOG else default_window(m, group))
     nwin = (bits + c - 1) // c
@@ -458,7 +458,8 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     fold = runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS
     # read here, where the host waits already, so the ends queue after the accumulation unwaited
     heavy = None if fold else heavy_buckets(nitems, item_off, HEAVY_ITEMS)
-    fold = fold or (FOLD_EXACT and heavy is None)
+    mid = mid_plan(m, group) and c == MID_WINDOW and bits != GLV_BITS  # msm_layout: fold, two-level slices
+    fold = fold or ((FOLD_EXACT or mid) and heavy is None)
     fold_plan = msm_fold.multi_item_plan(nitems, item_off) if fold and msm_fold.PREFOLD else None
     item_start = cp.empty(max(total_items, 1), dtype=cp.uint32)
     item_end = cp.empty(max(total_items, 1), dtype=cp.uint32)
@@ -503,7 +504,7 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
             if fold_plan is not None:
                 folded = msm_fold.fold_items(group, partials, count, fold_plan)
                 del fold_plan
-            wins = window_sums(group, partials, count, item_off, L, half, nwin, c)
+            wins = window_sums(group, partials, count, item_off, L, half, nwin, c, 2 if mid else None)
             del partials, count, item_off, nitems
         else:
             if heavy is not None:

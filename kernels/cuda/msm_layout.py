@@ -16,6 +16,19 @@ MAX_WINDOW = 16
 # against 447, partly paid back in the sort, 85 against 60 ms, and the window reduction).
 LARGE_LOG = 26
 LARGE_WINDOW = 20
+# G1 from 2^24 scalars up to 2^LARGE_LOG: window 20, its work items summed by the window slices
+# themselves (no bucket-sum pass) and the slices in two levels (msm.py, msm_tree.window_sums). On
+# an H100 (2026-12-05, scripts/msm_plans.py, the same points and scalars in one process) 2^24 took
+# 126.1-127.6 ms against 134.7-136.0 at window 16, and sppark 155.6 ms in the same call;
+# without the fold and the two levels window 20 was slower than 16 (137.5 ms: 24 ms of bucket
+# sums and reduction). G2 keeps default_window's choice (not timed at window 20).
+MID_LOG = 24
+MID_WINDOW = 20
+
+
+def mid_plan(m: int, group: str) -> bool:
+    """Whether a tail of m scalars gets the window-20 plan above."""
+    return group == "g1" and MID_LOG <= max(1, m.bit_length() - 1) < LARGE_LOG
 
 
 def top_window_bits(c: int) -> int:
@@ -24,10 +37,11 @@ def top_window_bits(c: int) -> int:
     return 255 - (nwin - 1) * c
 
 
-def default_window(m: int, group: str) -> int:
+def default_window(m: int, group: str, mid: bool = True) -> int:
     """Window bits c for a tail of m scalars.
 
-    LARGE_WINDOW from 2^LARGE_LOG scalars on. Below, candidates around log2(m) - 4 (at most
+    LARGE_WINDOW from 2^LARGE_LOG scalars on, MID_WINDOW for G1 from 2^MID_LOG (unless not `mid`:
+    GLV-split entries, whose plan was timed at LARGE only). Below, candidates around log2(m) - 4 (at most
     MAX_WINDOW); those whose top window keeps fewer than c / 2 scalar bits are dropped (its few
     buckets then take a large share of all points: c = 12 leaves 3 bits, c = 14 3, c = 15 only
     the carry); of the rest, the one with the fewest estimated additions wins: nwin * m in the
@@ -39,6 +53,8 @@ def default_window(m: int, group: str) -> int:
     lg = max(1, m.bit_length() - 1)
     if lg >= LARGE_LOG:
         return LARGE_WINDOW
+    if mid and mid_plan(m, group):
+        return MID_WINDOW
     c0 = max(4, min(MAX_WINDOW, lg - 4))
     best, best_cost = c0, None
     for c in range(max(4, c0 - 3), min(MAX_WINDOW, c0 + 2) + 1):

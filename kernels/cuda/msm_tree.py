@@ -50,18 +50,19 @@ def slice_len(c: int) -> int:
 
 
 def window_sums(group: str, rows: Any, count: Any | None, item_off: Any | None, L: int, half: int, nwin: int,
-                c: int) -> Any:
+                c: int, levels: int | None = None) -> Any:
     """Device uint64[nwin, words]: window w's sum_b (b + 1) bucket[b] over its half buckets, bucket
     g being rows[g] (count None) or the sum of its ceil(count[g] / L) work items' rows from
     rows[item_off[g]]: the window slices (one level, or two with SLICE_LEVELS = 2 where a window
-    has at least 2 x LEVEL2_LEN slices), then a FAN-way tree a window."""
+    has at least 2 x LEVEL2_LEN slices; `levels` overrides SLICE_LEVELS), then a FAN-way tree a
+    window."""
     cp = _cp()
     xw = XYZZ_U64[group]
     sl = slice_len(c)
     nseg = half // sl if half >= sl else 1
     cnt = count if count is not None else np.uint64(0)
     off = item_off if item_off is not None else np.uint64(0)
-    if SLICE_LEVELS == 2 and nseg >= 2 * LEVEL2_LEN:
+    if (levels or SLICE_LEVELS) == 2 and nseg >= 2 * LEVEL2_LEN:
         nseg2 = nseg // LEVEL2_LEN
         stride = nseg + nseg2  # window w: its slices' T rows, then its second level's rows
         both = cp.empty((nwin * stride, xw), dtype=cp.uint64)
