@@ -40,7 +40,14 @@ from kernels.cuda.glv import (
 )
 from kernels.cuda.module import kernel
 from kernels.cuda.msm_ends import Ends
-from kernels.cuda.msm_layout import LARGE_LOG, MID_WINDOW, bucket_runs, default_window, mid_plan, run_offsets
+from kernels.cuda.msm_layout import (
+    LARGE_LOG,
+    MID_WINDOW,
+    bucket_runs,
+    default_window,
+    mid_plan,
+    run_offsets,
+)
 from kernels.cuda.msm_tree import fold_heavy, heavy_buckets, reduce_all, window_sums
 from kernels.cuda.points import AFFINE_U64, BLOCK, XYZZ_U64
 from kernels.cuda.points import grid as _grid
