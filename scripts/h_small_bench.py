@@ -1,10 +1,12 @@
 """Old against new on the device: the H step, the small MSMs and the a/b/c evaluation.
 
-    python3 scripts/h_small_bench.py OUTDIR [--sizes 24,27] [--repeat 5] [--what h,msm,abc,msm_g2]
+    python3 scripts/h_small_bench.py OUTDIR [--sizes 24,27] [--repeat 5] [--what h,h4,msm,abc,msm_g2]
 
   h       poly.h_from, path "plain" (seven NTTs) against "fused" (kernels/cuda/hstep.py), on random
           a, b, c with the padding of porep-32g (130,987,381 of 2^27 rows, the same share at
           every size); also the memory pool's size after one call from an empty pool;
+  h4      the fused path's passes in radix 2 against radix 4 (kernels/cuda/hstep.RADIX), the same
+          inputs (SEALTOP_NTT_MAX_STAGES sets both schedules);
   msm     the G1 MSM on witness-like scalars (porep-32g: 51.5% zeros, 47.2% ones, 0.13% general,
           as A, B1 and L see them), ones "sum" against "list" (kernels/cuda/msm.py), with the
           phases of one more run of each;
@@ -92,6 +94,34 @@ def bench_h(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
         say(f"h 2^{log_n} {path}: {statistics.median(times[path]):.2f} ms, pool grew {pool_gib[path]:.2f} GiB")
     equal = bool(cp.array_equal(res["plain"], res["fused"]))
     return row("h (ntt group)", log_n, "plain", "fused", times["plain"], times["fused"], equal, {"pool_gib": pool_gib})
+
+
+def bench_h_radix(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
+    import cupy as cp
+
+    from kernels.cuda import hstep, poly
+    from kernels.cuda.bench import random_fr_device
+
+    n = 1 << log_n
+    rows = int(n * PAD_SHARE)
+    src = random_fr_device(n, (3,))
+
+    def fill(abc: Any) -> None:
+        abc[:, :rows] = src[:, :rows]
+
+    res: dict[int, Any] = {}
+    times: dict[int, list[float]] = {}
+    saved = hstep.RADIX
+    try:
+        for radix in (2, 4):
+            hstep.RADIX = radix
+            res[radix] = poly.h_from(fill, n, rows=rows, path="fused")
+            times[radix] = timed(lambda: poly.h_from(fill, n, rows=rows, path="fused"), repeat)
+            say(f"h 2^{log_n} fused radix {radix}: {statistics.median(times[radix]):.2f} ms")
+    finally:
+        hstep.RADIX = saved
+    equal = bool(cp.array_equal(res[2], res[4]))
+    return row("h (fused) by radix", log_n, "radix 2", "radix 4", times[2], times[4], equal)
 
 
 def witness_scalars(n: int, p_one: float = P_ONE, p_general: float = P_GENERAL) -> Any:
@@ -202,7 +232,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="24,27")
     ap.add_argument("--g2-sizes", default="22")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--what", default="h,msm,abc,msm_g2")
+    ap.add_argument("--what", default="h,msm,abc,msm_g2", help="of h, h4, msm, abc, msm_g2")
     args = ap.parse_args()
     out = Path(args.outdir)
     out.mkdir(parents=True, exist_ok=True)
@@ -211,6 +241,12 @@ def main() -> int:
     def say(msg: str) -> None:
         print(f"[{time.time() - t0:6.1f}s] {msg}", flush=True)
 
+    from kernels.cuda.backend import CudaBackend
+
+    why = CudaBackend.unavailable_reason()
+    if why is not None:
+        print(f"h_small_bench.py: needs a GPU: {why}", file=sys.stderr)
+        return 2
     import cupy as cp
 
     sizes = [int(x) for x in args.sizes.split(",") if x]
@@ -233,6 +269,9 @@ def main() -> int:
     if "h" in what:
         for lg in sizes:
             run(bench_h, lg, args.repeat, say)
+    if "h4" in what:
+        for lg in sizes:
+            run(bench_h_radix, lg, args.repeat, say)
     if "abc" in what:
         for lg in sizes:
             run(bench_abc, lg, args.repeat, say)

@@ -27,8 +27,8 @@ P = ctypes.c_void_p
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     lib = host_library(tmp_path_factory, "ntt/host_ntt.cpp", "-O1", ptx_flag(request.param))
     u64, i32 = ctypes.c_uint64, ctypes.c_int
-    lib.host_ntt_dit.argtypes = [i32, P, P, P, u64, P, i32, i32, i32, i32, P, P, u64, i32, P]
-    lib.host_ntt_dif.argtypes = [i32, P, u64, P, i32, i32, i32, i32, P, P, u64, i32]
+    lib.host_ntt_dit.argtypes = lib.host_ntt_dit4.argtypes = [i32, P, P, P, u64, P, i32, i32, i32, i32, P, P, u64, i32, P]
+    lib.host_ntt_dif.argtypes = lib.host_ntt_dif4.argtypes = [i32, P, u64, P, i32, i32, i32, i32, P, P, u64, i32]
     return lib
 
 
@@ -97,18 +97,17 @@ def run_launch(lib: ctypes.CDLL, launch: hstep.Launch, bufs: dict[str, np.ndarra
 
     args = [int(x) if isinstance(x, np.integer) else x
             for x in hstep.launch_args(launch, buf, table, ptr(W), None, bits)]
-    fn = lib.host_ntt_dif if launch.kind == "dif" else lib.host_ntt_dit
-    fn(launch.rows, *args)
+    getattr(lib, "host_" + launch.kernel)(launch.rows, *args)
 
 
 def run_plan(lib: ctypes.CDLL, abc: np.ndarray, max_stages: int, W: np.ndarray | None = None,
-             bits: int = TABLE_BITS) -> np.ndarray:
+             bits: int = TABLE_BITS, radix: int = 2) -> np.ndarray:
     """The fused H step's launches on the host; ``bits`` splits the scale tables (lo, hi)."""
     log_n = abc.shape[1].bit_length() - 1
     bufs = {"abc": np.ascontiguousarray(abc.copy()), "h": np.full((abc.shape[1], 4), 0xDEADBEEF, np.uint64)}
     W = twiddle_rows(log_n) if W is None else W
     tabs = {name: row_tables(log_n, name, bits) for name in ("fwd", "inv")}
-    for launch in hstep.h_plan(log_n, pass_schedule(log_n, max_stages)):
+    for launch in hstep.h_plan(log_n, pass_schedule(log_n, max_stages), radix):
         run_launch(lib, launch, bufs, W, tabs, bits)
     return bufs["h"]
 
@@ -118,7 +117,7 @@ def rand_fr(n: int) -> list[int]:
 
 
 # -- each pass kind against the DFT ------------------------------------------------------------------
-def one_transform(lib: ctypes.CDLL, kind: str, x: list[int], max_stages: int, **kw: Any) -> list[int]:
+def one_transform(lib: ctypes.CDLL, kind: str, x: list[int], max_stages: int, radix: int = 2, **kw: Any) -> list[int]:
     n = len(x)
     log_n = n.bit_length() - 1
     data = to_mont_fr(x).reshape(1, n, 4)
@@ -128,18 +127,21 @@ def one_transform(lib: ctypes.CDLL, kind: str, x: list[int], max_stages: int, **
     sched = pass_schedule(log_n, max_stages)
     for s0, S in (reversed(sched) if kind == "dif" else sched):
         first = s0 == 0
+        r = radix if S >= 2 else 2
         if kind == "dif":
-            launch = hstep.Launch("dif", 1, log_n, s0, S, ("x", 0), ("x", 0), inverse=kw.get("inverse", 0))
+            launch = hstep.Launch("dif", 1, log_n, s0, S, ("x", 0), ("x", 0), inverse=kw.get("inverse", 0), radix=r)
         else:
             gather = kw.get("gather", 0)
             src = ("x", 0) if first else ("y", 0)
-            launch = hstep.Launch("dit", 1, log_n, s0, S, src, ("y", 0), gather=gather if first else 0)
+            launch = hstep.Launch("dit", 1, log_n, s0, S, src, ("y", 0), gather=gather if first else 0, radix=r)
         run_launch(lib, launch, bufs, W, {})
     return from_mont_fr((data if kind == "dif" else out).reshape(n, 4))
 
 
+@pytest.mark.parametrize("radix", [2, 4])
 @pytest.mark.parametrize("log_n,max_stages", [(1, 8), (2, 1), (3, 2), (5, 2), (6, 4), (7, 3), (9, 8), (10, 4)])
-def test_passes_against_the_dft(lib: ctypes.CDLL, log_n: int, max_stages: int) -> None:
+def test_passes_against_the_dft(lib: ctypes.CDLL, log_n: int, max_stages: int, radix: int) -> None:
+    """Radix 4 with passes of odd and even stage counts (the odd one's last stage in radix 2)."""
     n = 1 << log_n
     x = rand_fr(n)
     x[0] = R_MOD - 1
@@ -147,23 +149,24 @@ def test_passes_against_the_dft(lib: ctypes.CDLL, log_n: int, max_stages: int) -
     fwd, inv = dft(x, w), dft(x, pow(w, -1, R_MOD))
     rev = [bitrev(k, log_n) for k in range(n)]
     # DIF: natural in, bit-reversed out, forward and (unscaled) inverse
-    assert one_transform(lib, "dif", x, max_stages) == [fwd[rev[k]] for k in range(n)]
-    assert one_transform(lib, "dif", x, max_stages, inverse=1) == [inv[rev[k]] for k in range(n)]
+    assert one_transform(lib, "dif", x, max_stages, radix) == [fwd[rev[k]] for k in range(n)]
+    assert one_transform(lib, "dif", x, max_stages, radix, inverse=1) == [inv[rev[k]] for k in range(n)]
     # DIT: gathered from bitrev (forward) or from -bitrev (inverse), natural out
-    assert one_transform(lib, "dit", x, max_stages, gather=1) == fwd
-    assert one_transform(lib, "dit", x, max_stages, gather=2) == inv
+    assert one_transform(lib, "dit", x, max_stages, radix, gather=1) == fwd
+    assert one_transform(lib, "dit", x, max_stages, radix, gather=2) == inv
     # DIT in place from a bit-reversed input
-    assert one_transform(lib, "dit", [x[rev[k]] for k in range(n)], max_stages) == fwd
+    assert one_transform(lib, "dit", [x[rev[k]] for k in range(n)], max_stages, radix) == fwd
 
 
 # -- the fused H step ------------------------------------------------------------------------------
+@pytest.mark.parametrize("radix", [2, 4])
 @pytest.mark.parametrize("log_n,max_stages,bits", [(1, 8, 12), (2, 8, 1), (4, 2, 2), (6, 3, 12), (8, 8, 3), (9, 4, 12)])
-def test_h_plan_equals_seven_transforms(lib: ctypes.CDLL, log_n: int, max_stages: int, bits: int) -> None:
+def test_h_plan_equals_seven_transforms(lib: ctypes.CDLL, log_n: int, max_stages: int, bits: int, radix: int) -> None:
     n = 1 << log_n
     a, b, c = rand_fr(n), rand_fr(n), rand_fr(n)
     a[-1], c[0] = 0, R_MOD - 1
     abc = np.stack([to_mont_fr(v) for v in (a, b, c)])
-    got = run_plan(lib, abc, max_stages, bits=bits)
+    got = run_plan(lib, abc, max_stages, bits=bits, radix=radix)
     assert from_mont_fr(got) == h_reference(a, b, c)
     assert np.array_equal(got, to_mont_fr(h_reference(a, b, c)))  # canonical words, as the CPU's
 
@@ -228,10 +231,15 @@ class _NumpyAsCupy:
             return _Stream()
 
 
-def test_poly_fused_path_runs_its_plan(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The glue of poly._h_fused and ntt.PLANS (twiddles, row tables, argument order, row views)
-    with each CUDA launch handed to the host build; a wrong table scale is noticed."""
+@pytest.mark.parametrize("radix", [2, 4])
+def test_poly_fused_path_runs_its_plan(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, radix: int) -> None:
+    """The glue of poly._h_fused and ntt.PLANS (twiddles, row tables, argument order, row views,
+    the kernel and block size of each radix) with each CUDA launch handed to the host build; a
+    wrong table scale is noticed."""
     from kernels.cuda import ntt, poly
+
+    monkeypatch.setattr(poly.hstep, "RADIX", radix)
+    seen: set[str] = set()
 
     def host_kernel(module: str, fn: str) -> Any:
         def launch(grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], shared_mem: int = 0) -> None:
@@ -241,9 +249,13 @@ def test_poly_fused_path_runs_its_plan(lib: ctypes.CDLL, monkeypatch: pytest.Mon
                 lo_i, hi_i = from_mont_fr(lo), from_mont_fr(hi)
                 out[:] = to_mont_fr([lo_i[k & ((1 << int(bits)) - 1)] * hi_i[k >> int(bits)] % R_MOD for k in range(int(count))])
                 return
-            S, log_n = int(args[7 if fn == "ntt_dit" else 5]), int(args[5 if fn == "ntt_dit" else 3])
-            assert grid[0] == 1 << (log_n - S) and block == (1 << (S - 1),) and shared_mem == (1 << S) * 32
-            {"ntt_dit": lib.host_ntt_dit, "ntt_dif": lib.host_ntt_dif}[fn](grid[1], *conv)
+            dit = fn.startswith("ntt_dit")
+            S, log_n = int(args[7 if dit else 5]), int(args[5 if dit else 3])
+            per_thread = 4 if fn.endswith("4") else 2
+            assert grid[0] == 1 << (log_n - S) and shared_mem == (1 << S) * 32
+            assert block == ((1 << S) // per_thread,) and (per_thread == 2 or S >= 2)
+            seen.add(fn)
+            getattr(lib, "host_" + fn)(grid[1], *conv)
 
         return launch
 
@@ -263,6 +275,7 @@ def test_poly_fused_path_runs_its_plan(lib: ctypes.CDLL, monkeypatch: pytest.Mon
         a[-2:], b[-2:], c[-2:] = [0, 0], [0, 0], [0, 0]
         got = poly.h_from(fill, n, rows=n - 2, path="fused")
         assert from_mont_fr(got) == h_reference(a, b, c)
+    assert seen == ({"ntt_dit4", "ntt_dif4"} if radix == 4 else {"ntt_dit", "ntt_dif"})
     monkeypatch.setattr(poly.hstep, "tables", lambda lg: {"fwd": (FR_COSET_SHIFT, (1, 1, 1)), "inv": (1, (1,))})
     monkeypatch.setattr(ntt, "PLANS", ntt.NttPlans())
     assert from_mont_fr(poly.h_from(fill, n, rows=n - 2, path="fused")) != h_reference(a, b, c)

@@ -24,6 +24,7 @@ the same pass code built for the host.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,14 @@ import numpy as np
 from kernels.constants import FR_COSET_SHIFT, R_MOD
 
 Ref = tuple[str, int]  # (buffer name, first batch row)
+
+# The passes' radix: 2 (ntt_dit / ntt_dif: one butterfly a thread a stage) or 4 (ntt_dit4 /
+# ntt_dif4: four elements a thread, two stages between barriers; passes of one stage stay radix
+# 2). Bit for bit the same values (tests/test_cuda_host_ntt.py). SEALTOP_NTT_RADIX per process;
+# 2 until the two are timed on the device.
+RADIX = int(os.environ.get("SEALTOP_NTT_RADIX", "2"))
+if RADIX not in (2, 4):
+    raise ValueError(f"SEALTOP_NTT_RADIX is {RADIX}: it is 2 or 4")
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,11 @@ class Launch:
     inverse: int = 0  # DIF: inverse twiddles
     table: str | None = None  # scale table of the last pass: "fwd" or "inv" (see tables())
     sub: Ref | None = None  # DIT last pass: subtract this row at bitrev(k)
+    radix: int = 2  # 4: the kernel's *4 form (S >= 2)
+
+    @property
+    def kernel(self) -> str:
+        return f"ntt_{self.kind}4" if self.radix == 4 else f"ntt_{self.kind}"
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -58,7 +72,7 @@ class Launch:
 
     @property
     def threads(self) -> int:
-        return 1 << (self.S - 1)
+        return 1 << (self.S - (2 if self.radix == 4 else 1))
 
     @property
     def shared_bytes(self) -> int:
@@ -75,20 +89,26 @@ def tables(log_n: int) -> dict[str, tuple[int, tuple[int, ...]]]:
     }
 
 
-def h_plan(log_n: int, passes: list[tuple[int, int]]) -> list[Launch]:
+def h_plan(log_n: int, passes: list[tuple[int, int]], radix: int | None = None) -> list[Launch]:
     """The launches of the fused H step on buffers "abc" (uint64[3, n, 4], the evaluations,
     transformed in place) and "h" (uint64[n, 4], the result), for a pass schedule ``passes``
-    ((first stage, stage count) from the low bits up, as ntt.pass_schedule gives)."""
+    ((first stage, stage count) from the low bits up, as ntt.pass_schedule gives), in ``radix``
+    (RADIX unless given; a pass of one stage is radix 2)."""
     if log_n < 1:
         raise ValueError("the fused H step needs a domain of at least 2")
+    r = radix or RADIX
+
+    def rx(S: int) -> int:
+        return 4 if r == 4 and S >= 2 else 2
+
     plan = [Launch("dif", 3, log_n, s0, S, ("abc", 0), ("abc", 0), inverse=1,
-                   table="fwd" if s0 == 0 else None) for s0, S in reversed(passes)]
-    plan += [Launch("dit", 2, log_n, s0, S, ("abc", 0), ("abc", 0)) for s0, S in passes]
+                   table="fwd" if s0 == 0 else None, radix=rx(S)) for s0, S in reversed(passes)]
+    plan += [Launch("dit", 2, log_n, s0, S, ("abc", 0), ("abc", 0), radix=rx(S)) for s0, S in passes]
     for s0, S in passes:
         first, last = s0 == 0, s0 + S == log_n
         plan.append(Launch("dit", 1, log_n, s0, S, ("abc", 0) if first else ("h", 0), ("h", 0),
                            src2=("abc", 1) if first else None, gather=2 if first else 0,
-                           table="inv" if last else None, sub=("abc", 2) if last else None))
+                           table="inv" if last else None, sub=("abc", 2) if last else None, radix=rx(S)))
     return plan
 
 

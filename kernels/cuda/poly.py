@@ -114,7 +114,7 @@ def _h_fused(abc: Any, n: int) -> Any:
         return t.lo, t.hi, t.hi_stride
 
     for launch in hstep.h_plan(log_n, _ntt.pass_schedule(log_n)):
-        fn = kernel("ntt", f"ntt_{launch.kind}")
+        fn = kernel("ntt", launch.kernel)
         fn(launch.grid, (launch.threads,), hstep.launch_args(launch, buf, table, W, np.uint64(0), _ntt.TABLE_BITS),
            shared_mem=launch.shared_bytes)
     return h

@@ -20,6 +20,12 @@
 // entries). Stage 0 multiplies by 1 in both directions and is a plain subtraction. The last pass
 // may scale by a power table at bitrev(g), the index of the coefficient the slot holds.
 //
+// Radix 4 (the *4 phases): a thread holds four elements, whose indices differ in two adjacent
+// bits, and runs both stages of those bits on them between two barriers: half the barriers and
+// shared-memory traffic of radix 2, three twiddle loads for four products, and two independent
+// products at a time for the scheduler. Elements per thread E (2 or 4) set the block's threads,
+// 2^S / E; an odd stage left over runs as two radix-2 butterflies a thread.
+//
 // Power tables: value(i) = lo[i & (2^bits - 1)] * hi[i >> bits], hi per batch row (hi_stride).
 // Shared memory keeps an element as two 16-byte halves (half h of element e at sm[h << S | e]).
 #pragma once
@@ -89,16 +95,27 @@ struct Pass {
 // One block's place in a pass: its fixed high and low index bits and its batch row.
 struct Block {
     uint64_t low, high, row;
-    uint32_t T;  // threads (butterflies) of the block: 2^(S-1)
+    uint32_t T;  // threads of the block: 2^S / E, E elements a thread (2: one butterfly a stage)
 };
 
-HD Block block_of(const Pass& p, uint64_t bx, uint64_t by) {
+HD Block block_of(const Pass& p, uint64_t bx, uint64_t by, int E = 2) {  // E: 2 or 4
     Block b;
     b.low = bx & ((1ull << p.s0) - 1);
     b.high = bx >> p.s0;
     b.row = by;
-    b.T = 1u << (p.S - 1);
+    b.T = 1u << (p.S - (E == 4 ? 2 : 1));
     return b;
+}
+
+// The twiddle index of stage t (= s0 + tt) for the butterfly whose lower element is i: its bits
+// below tt, then the block's low bits.
+HD uint64_t twiddle_j(const Pass& p, const Block& b, uint32_t i, int tt) {
+    return ((uint64_t)(i & ((1u << tt) - 1)) << p.s0) | b.low;
+}
+
+// i with two zero bits inserted at r and r + 1: the first of a radix-4 thread's four elements.
+HD uint32_t spread2(uint32_t tid, int r) {
+    return ((tid >> r) << (r + 2)) | (tid & ((1u << r) - 1));
 }
 
 HD uint64_t index_of(const Pass& p, const Block& b, uint32_t e) {
@@ -111,10 +128,11 @@ HD Fr table_value(const Pass& p, const Block& b, uint64_t i) {
 }
 
 // ---- DIT ---------------------------------------------------------------------------------------
+template <int E = 2>
 HD void dit_load(const Pass& p, const Block& b, uint4* sm, uint32_t tid) {
     const bool first = p.s0 == 0;
     const uint64_t n = 1ull << p.log_n;
-    UNROLL for (int h = 0; h < 2; h++) {
+    UNROLL for (int h = 0; h < E; h++) {
         const uint32_t e = tid + h * b.T;
         const uint64_t g = index_of(p, b, e);
         Fr x;
@@ -132,6 +150,17 @@ HD void dit_load(const Pass& p, const Block& b, uint4* sm, uint32_t tid) {
     }
 }
 
+// (u, v) -> (u + v w, u - v w), w = w^(j 2^(L-1-t)); t is the same for the whole block, and
+// stage 0 multiplies by w^0 = 1: the radix-4 stages' butterfly (dit_stage writes the same
+// through shared memory).
+HD void dit_bfly(const Pass& p, int t, uint64_t j, Fr& u, Fr& v) {
+    if (t != 0) v = v * ld(p.W, j << (p.log_n - 1 - t));
+    const Fr x = u + v;
+    v = u - v;
+    u = x;
+}
+
+// Stage tt's butterfly number tid (of 2^(S-1)).
 HD void dit_stage(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt) {
     const uint32_t hbit = 1u << tt;
     const uint32_t i = ((tid >> tt) << (tt + 1)) | (tid & (hbit - 1));
@@ -146,9 +175,26 @@ HD void dit_stage(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt
     put(sm, p.S, k, u - v);
 }
 
+// Stages tt and tt + 1 on the four elements q | a 2^tt | c 2^(tt+1) of thread tid (of 2^(S-2)).
+HD void dit_stage4(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt) {
+    const uint32_t q = spread2(tid, tt), h0 = 1u << tt, h1 = 2u << tt;
+    Fr x0 = get(sm, p.S, q), x1 = get(sm, p.S, q | h0), x2 = get(sm, p.S, q | h1), x3 = get(sm, p.S, q | h0 | h1);
+    const int t = p.s0 + tt;
+    const uint64_t j = twiddle_j(p, b, q, tt);
+    dit_bfly(p, t, j, x0, x1);
+    dit_bfly(p, t, j, x2, x3);
+    dit_bfly(p, t + 1, twiddle_j(p, b, q, tt + 1), x0, x2);
+    dit_bfly(p, t + 1, twiddle_j(p, b, q | h0, tt + 1), x1, x3);
+    put(sm, p.S, q, x0);
+    put(sm, p.S, q | h0, x1);
+    put(sm, p.S, q | h1, x2);
+    put(sm, p.S, q | h0 | h1, x3);
+}
+
+template <int E = 2>
 HD void dit_store(const Pass& p, const Block& b, const uint4* sm, uint32_t tid) {
     const bool last = p.s0 + p.S == p.log_n;
-    UNROLL for (int h = 0; h < 2; h++) {
+    UNROLL for (int h = 0; h < E; h++) {
         const uint32_t e = tid + h * b.T;
         const uint64_t g = index_of(p, b, e);
         Fr x = get(sm, p.S, e);
@@ -159,13 +205,29 @@ HD void dit_store(const Pass& p, const Block& b, const uint4* sm, uint32_t tid) 
 }
 
 // ---- DIF ---------------------------------------------------------------------------------------
+template <int E = 2>
 HD void dif_load(const Pass& p, const Block& b, uint4* sm, uint32_t tid) {
-    UNROLL for (int h = 0; h < 2; h++) {
+    UNROLL for (int h = 0; h < E; h++) {
         const uint32_t e = tid + h * b.T;
         put(sm, p.S, e, ld_rw(p.dst + b.row * p.stride, index_of(p, b, e)));
     }
 }
 
+// (u, v) -> (u + v, (u - v) w), w = w^(j 2^(L-1-t)), or w^-(j 2^(L-1-t)) for the inverse: the
+// radix-4 stages' butterfly (dif_stage writes the same through shared memory).
+HD void dif_bfly(const Pass& p, int t, uint64_t j, Fr& u, Fr& v) {
+    const Fr x = u + v;
+    if (t == 0) {  // w^0 = 1 both ways (the inverse's W[n/2] = -1 times v - u)
+        v = u - v;
+    } else {
+        const int sh = p.log_n - 1 - t;
+        if (p.inverse) v = (v - u) * ld(p.W, ((1ull << t) - j) << sh);
+        else v = (u - v) * ld(p.W, j << sh);
+    }
+    u = x;
+}
+
+// Stage tt's butterfly number tid (of 2^(S-1)).
 HD void dif_stage(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt) {
     const uint32_t hbit = 1u << tt;
     const uint32_t i = ((tid >> tt) << (tt + 1)) | (tid & (hbit - 1));
@@ -183,9 +245,27 @@ HD void dif_stage(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt
     else put(sm, p.S, k, (u - v) * ld(p.W, j << sh));
 }
 
+// Stages r + 1 and r (DIF runs from the high bits down) on the four elements
+// q | a 2^r | c 2^(r+1) of thread tid (of 2^(S-2)).
+HD void dif_stage4(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int r) {
+    const uint32_t q = spread2(tid, r), h0 = 1u << r, h1 = 2u << r;
+    Fr x0 = get(sm, p.S, q), x1 = get(sm, p.S, q | h0), x2 = get(sm, p.S, q | h1), x3 = get(sm, p.S, q | h0 | h1);
+    const int t = p.s0 + r;
+    dif_bfly(p, t + 1, twiddle_j(p, b, q, r + 1), x0, x2);
+    dif_bfly(p, t + 1, twiddle_j(p, b, q | h0, r + 1), x1, x3);
+    const uint64_t j = twiddle_j(p, b, q, r);
+    dif_bfly(p, t, j, x0, x1);
+    dif_bfly(p, t, j, x2, x3);
+    put(sm, p.S, q, x0);
+    put(sm, p.S, q | h0, x1);
+    put(sm, p.S, q | h1, x2);
+    put(sm, p.S, q | h0 | h1, x3);
+}
+
+template <int E = 2>
 HD void dif_store(const Pass& p, const Block& b, const uint4* sm, uint32_t tid) {
     const bool last = p.s0 == 0;
-    UNROLL for (int h = 0; h < 2; h++) {
+    UNROLL for (int h = 0; h < E; h++) {
         const uint32_t e = tid + h * b.T;
         const uint64_t g = index_of(p, b, e);
         Fr x = get(sm, p.S, e);
