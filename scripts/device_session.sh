@@ -84,8 +84,8 @@
 #   r7_tests       the GPU tests of the fused H step, the MSM's list split and the NTT (its twiddle
 #                  table grew by one entry), on the default paths otherwise
 #   radix_bench    scripts/h_small_bench.py --what h4: the fused H step's passes in radix 2 against radix 4
-#                  (hstep.RADIX, SEALTOP_NTT_RADIX), sizes $RADIX_SIZES (24,27); SEALTOP_NTT_MAX_STAGES sets both
-#                  schedules; then SEALTOP_NTT_RADIX=4 with gpu_tests or pipe32g
+#                  and 8 (hstep.RADIX, SEALTOP_NTT_RADIX), sizes $RADIX_SIZES (24,27); SEALTOP_NTT_MAX_STAGES sets
+#                  the schedules; then SEALTOP_NTT_RADIX=4 (or 8) with gpu_tests or pipe32g
 #   r7_bench       scripts/h_small_bench.py: old against new for the H step, the witness-like G1 MSM,
 #                  the a/b/c evaluation (sizes $R7_SIZES, default 24,27) and G2 ($R7_G2, default 22);
 #                  its table goes to steps.txt too
@@ -292,7 +292,7 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
     r7_bench) step r7_bench 150 python3 scripts/h_small_bench.py "$work/r7" --sizes "${R7_SIZES:-24,27}" \
         --g2-sizes "${R7_G2:-22}" --repeat 5
       cat "$work/r7/h_small_bench.md" 2>/dev/null | tee -a "$out/steps.txt" ;;
-    radix_bench) step radix_bench 200 python3 scripts/h_small_bench.py "$work/radix" --sizes "${RADIX_SIZES:-24,27}" \
+    radix_bench) step radix_bench 240 python3 scripts/h_small_bench.py "$work/radix" --sizes "${RADIX_SIZES:-24,27}" \
         --what h4 --repeat 5
       cat "$work/radix/h_small_bench.md" 2>/dev/null | tee -a "$out/steps.txt" ;;
     r7_regress) SEALTOP_H_PATH=fused SEALTOP_MSM_ONES=list SEALTOP_ABC_ROWS=split step r7_regress "${R7_REGRESS_S:-150}" \

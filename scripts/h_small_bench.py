@@ -5,8 +5,8 @@
   h       poly.h_from, path "plain" (seven NTTs) against "fused" (kernels/cuda/hstep.py), on random
           a, b, c with the padding of porep-32g (130,987,381 of 2^27 rows, the same share at
           every size); also the memory pool's size after one call from an empty pool;
-  h4      the fused path's passes in radix 2 against radix 4 (kernels/cuda/hstep.RADIX), the same
-          inputs (SEALTOP_NTT_MAX_STAGES sets both schedules);
+  h4      the fused path's passes in radix 2 against radix 4, then against radix 8
+          (kernels/cuda/hstep.RADIX), the same inputs (SEALTOP_NTT_MAX_STAGES sets the schedules);
   msm     the G1 MSM on witness-like scalars (porep-32g: 51.5% zeros, 47.2% ones, 0.13% general,
           as A, B1 and L see them), ones "sum" against "list" (kernels/cuda/msm.py), with the
           phases of one more run of each;
@@ -96,7 +96,7 @@ def bench_h(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
     return row("h (ntt group)", log_n, "plain", "fused", times["plain"], times["fused"], equal, {"pool_gib": pool_gib})
 
 
-def bench_h_radix(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
+def bench_h_radix(log_n: int, repeat: int, say: Any, radix: int) -> dict[str, Any]:
     import cupy as cp
 
     from kernels.cuda import hstep, poly
@@ -113,15 +113,15 @@ def bench_h_radix(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
     times: dict[int, list[float]] = {}
     saved = hstep.RADIX
     try:
-        for radix in (2, 4):
-            hstep.RADIX = radix
-            res[radix] = poly.h_from(fill, n, rows=rows, path="fused")
-            times[radix] = timed(lambda: poly.h_from(fill, n, rows=rows, path="fused"), repeat)
-            say(f"h 2^{log_n} fused radix {radix}: {statistics.median(times[radix]):.2f} ms")
+        for r in (2, radix):
+            hstep.RADIX = r
+            res[r] = poly.h_from(fill, n, rows=rows, path="fused")
+            times[r] = timed(lambda: poly.h_from(fill, n, rows=rows, path="fused"), repeat)
+            say(f"h 2^{log_n} fused radix {r}: {statistics.median(times[r]):.2f} ms")
     finally:
         hstep.RADIX = saved
-    equal = bool(cp.array_equal(res[2], res[4]))
-    return row("h (fused) by radix", log_n, "radix 2", "radix 4", times[2], times[4], equal)
+    equal = bool(cp.array_equal(res[2], res[radix]))
+    return row("h (fused) by radix", log_n, "radix 2", f"radix {radix}", times[2], times[radix], equal)
 
 
 def witness_scalars(n: int, p_one: float = P_ONE, p_general: float = P_GENERAL) -> Any:
@@ -271,7 +271,8 @@ def main() -> int:
             run(bench_h, lg, args.repeat, say)
     if "h4" in what:
         for lg in sizes:
-            run(bench_h_radix, lg, args.repeat, say)
+            for radix in (4, 8):
+                run(bench_h_radix, lg, args.repeat, say, radix)
     if "abc" in what:
         for lg in sizes:
             run(bench_abc, lg, args.repeat, say)

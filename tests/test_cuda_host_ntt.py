@@ -27,8 +27,9 @@ P = ctypes.c_void_p
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     lib = host_library(tmp_path_factory, "ntt/host_ntt.cpp", "-O1", ptx_flag(request.param))
     u64, i32 = ctypes.c_uint64, ctypes.c_int
-    lib.host_ntt_dit.argtypes = lib.host_ntt_dit4.argtypes = [i32, P, P, P, u64, P, i32, i32, i32, i32, P, P, u64, i32, P]
-    lib.host_ntt_dif.argtypes = lib.host_ntt_dif4.argtypes = [i32, P, u64, P, i32, i32, i32, i32, P, P, u64, i32]
+    for r in ("", "4", "8"):
+        getattr(lib, f"host_ntt_dit{r}").argtypes = [i32, P, P, P, u64, P, i32, i32, i32, i32, P, P, u64, i32, P]
+        getattr(lib, f"host_ntt_dif{r}").argtypes = [i32, P, u64, P, i32, i32, i32, i32, P, P, u64, i32]
     return lib
 
 
@@ -127,7 +128,7 @@ def one_transform(lib: ctypes.CDLL, kind: str, x: list[int], max_stages: int, ra
     sched = pass_schedule(log_n, max_stages)
     for s0, S in (reversed(sched) if kind == "dif" else sched):
         first = s0 == 0
-        r = radix if S >= 2 else 2
+        r = min(radix, 1 << S)
         if kind == "dif":
             launch = hstep.Launch("dif", 1, log_n, s0, S, ("x", 0), ("x", 0), inverse=kw.get("inverse", 0), radix=r)
         else:
@@ -138,10 +139,11 @@ def one_transform(lib: ctypes.CDLL, kind: str, x: list[int], max_stages: int, ra
     return from_mont_fr((data if kind == "dif" else out).reshape(n, 4))
 
 
-@pytest.mark.parametrize("radix", [2, 4])
-@pytest.mark.parametrize("log_n,max_stages", [(1, 8), (2, 1), (3, 2), (5, 2), (6, 4), (7, 3), (9, 8), (10, 4)])
+@pytest.mark.parametrize("radix", [2, 4, 8])
+@pytest.mark.parametrize("log_n,max_stages", [(1, 8), (2, 1), (3, 2), (5, 2), (6, 4), (7, 3), (9, 8), (10, 4), (8, 5), (11, 7)])
 def test_passes_against_the_dft(lib: ctypes.CDLL, log_n: int, max_stages: int, radix: int) -> None:
-    """Radix 4 with passes of odd and even stage counts (the odd one's last stage in radix 2)."""
+    """Radix 4 and 8 with passes of every stage count mod K (the stages left over in a smaller
+    radix, several groups a thread)."""
     n = 1 << log_n
     x = rand_fr(n)
     x[0] = R_MOD - 1
@@ -159,7 +161,7 @@ def test_passes_against_the_dft(lib: ctypes.CDLL, log_n: int, max_stages: int, r
 
 
 # -- the fused H step ------------------------------------------------------------------------------
-@pytest.mark.parametrize("radix", [2, 4])
+@pytest.mark.parametrize("radix", [2, 4, 8])
 @pytest.mark.parametrize("log_n,max_stages,bits", [(1, 8, 12), (2, 8, 1), (4, 2, 2), (6, 3, 12), (8, 8, 3), (9, 4, 12)])
 def test_h_plan_equals_seven_transforms(lib: ctypes.CDLL, log_n: int, max_stages: int, bits: int, radix: int) -> None:
     n = 1 << log_n
@@ -231,7 +233,7 @@ class _NumpyAsCupy:
             return _Stream()
 
 
-@pytest.mark.parametrize("radix", [2, 4])
+@pytest.mark.parametrize("radix", [2, 4, 8])
 def test_poly_fused_path_runs_its_plan(lib: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch, radix: int) -> None:
     """The glue of poly._h_fused and ntt.PLANS (twiddles, row tables, argument order, row views,
     the kernel and block size of each radix) with each CUDA launch handed to the host build; a
@@ -251,9 +253,9 @@ def test_poly_fused_path_runs_its_plan(lib: ctypes.CDLL, monkeypatch: pytest.Mon
                 return
             dit = fn.startswith("ntt_dit")
             S, log_n = int(args[7 if dit else 5]), int(args[5 if dit else 3])
-            per_thread = 4 if fn.endswith("4") else 2
+            per_thread = int(fn[7:]) if fn[7:] else 2
             assert grid[0] == 1 << (log_n - S) and shared_mem == (1 << S) * 32
-            assert block == ((1 << S) // per_thread,) and (per_thread == 2 or S >= 2)
+            assert block == ((1 << S) // per_thread,) and per_thread <= 1 << S
             seen.add(fn)
             getattr(lib, "host_" + fn)(grid[1], *conv)
 
@@ -275,7 +277,11 @@ def test_poly_fused_path_runs_its_plan(lib: ctypes.CDLL, monkeypatch: pytest.Mon
         a[-2:], b[-2:], c[-2:] = [0, 0], [0, 0], [0, 0]
         got = poly.h_from(fill, n, rows=n - 2, path="fused")
         assert from_mont_fr(got) == h_reference(a, b, c)
-    assert seen == ({"ntt_dit4", "ntt_dif4"} if radix == 4 else {"ntt_dit", "ntt_dif"})
+    suffix = str(radix) if radix > 2 else ""  # passes of 3 and 7 stages: each takes the radix asked for
+    assert seen == {"ntt_dit" + suffix, "ntt_dif" + suffix}
+    # a pass keeps radix 2's threads a block (8 stages, 128 threads), up to 10 stages
+    assert [poly.hstep.stages_per_pass(8, r) for r in (2, 4, 8)] == [8, 9, 10]
+    assert poly.hstep.stages_per_pass(10, 8) == 10
     monkeypatch.setattr(poly.hstep, "tables", lambda lg: {"fwd": (FR_COSET_SHIFT, (1, 1, 1)), "inv": (1, (1,))})
     monkeypatch.setattr(ntt, "PLANS", ntt.NttPlans())
     assert from_mont_fr(poly.h_from(fill, n, rows=n - 2, path="fused")) != h_reference(a, b, c)

@@ -1,7 +1,7 @@
 """The fused H step on the GPU (kernels/cuda/hstep.py through poly.h_from(path="fused")): bit for
 bit the plain seven-NTT path and the cpu backend, at every small size and a few large ones, with
 the padding rows zeroed by h_from itself (``rows``), and the fused passes' kernels against the
-Python-integer DFT, in radix 2 and radix 4. A changed input changes H."""
+Python-integer DFT, in radix 2, 4 and 8. A changed input changes H."""
 
 from __future__ import annotations
 
@@ -54,10 +54,12 @@ def test_fused_equals_plain(log_n: int) -> None:
     assert not cp.array_equal(_h(abc, n, "fused"), plain)
 
 
+@pytest.mark.parametrize("radix", [4, 8])
 @pytest.mark.parametrize("log_n", [1, 2, 3, 5, 9, 10, 11, 13, 16, 20] + ([24] if HEAVY else []))
-def test_fused_in_radix_4_equals_plain(log_n: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """hstep.RADIX = 4 (ntt_dit4 / ntt_dif4, passes of odd and even stage counts, one-stage passes
-    in radix 2): the same H as the plain path, and another H for another input."""
+def test_fused_in_radix_4_and_8_equals_plain(log_n: int, radix: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hstep.RADIX = 4 or 8 (ntt_dit4 / ntt_dif4, ntt_dit8 / ntt_dif8; passes of every stage count
+    mod K, short passes in a smaller radix): the same H as the plain path, and another H for
+    another input."""
     import cupy as cp
 
     from kernels.cuda import hstep
@@ -65,8 +67,8 @@ def test_fused_in_radix_4_equals_plain(log_n: int, monkeypatch: pytest.MonkeyPat
     n = 1 << log_n
     abc = _random_abc(n)
     plain = _h(abc, n, "plain")
-    monkeypatch.setattr(hstep, "RADIX", 4)
-    assert any(launch.radix == 4 for launch in hstep.h_plan(max(log_n, 2), [(0, max(log_n, 2))]))
+    monkeypatch.setattr(hstep, "RADIX", radix)
+    assert {launch.radix for launch in hstep.h_plan(3, [(0, 3)])} == {radix}
     assert cp.array_equal(_h(abc, n, "fused"), plain)
     abc[2, random.randrange(n)] = 7
     assert not cp.array_equal(_h(abc, n, "fused"), plain)

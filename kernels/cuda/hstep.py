@@ -35,13 +35,14 @@ from kernels.constants import FR_COSET_SHIFT, R_MOD
 
 Ref = tuple[str, int]  # (buffer name, first batch row)
 
-# The passes' radix: 2 (ntt_dit / ntt_dif: one butterfly a thread a stage) or 4 (ntt_dit4 /
-# ntt_dif4: four elements a thread, two stages between barriers; passes of one stage stay radix
-# 2). Bit for bit the same values (tests/test_cuda_host_ntt.py). SEALTOP_NTT_RADIX per process;
-# 2 until the two are timed on the device.
+# The passes' radix: 2 (ntt_dit / ntt_dif: one butterfly a thread a stage), 4 or 8 (ntt_dit4,
+# ntt_dit8, ...: 2^K elements a thread, K stages between barriers; a pass of fewer than K stages
+# takes the largest radix it has stages for). Bit for bit the same values
+# (tests/test_cuda_host_ntt.py). SEALTOP_NTT_RADIX per process; 2 until timed on the device.
+RADICES = (2, 4, 8)
 RADIX = int(os.environ.get("SEALTOP_NTT_RADIX", "2"))
-if RADIX not in (2, 4):
-    raise ValueError(f"SEALTOP_NTT_RADIX is {RADIX}: it is 2 or 4")
+if RADIX not in RADICES:
+    raise ValueError(f"SEALTOP_NTT_RADIX is {RADIX}: it is 2, 4 or 8")
 
 
 @dataclass(frozen=True)
@@ -60,11 +61,11 @@ class Launch:
     inverse: int = 0  # DIF: inverse twiddles
     table: str | None = None  # scale table of the last pass: "fwd" or "inv" (see tables())
     sub: Ref | None = None  # DIT last pass: subtract this row at bitrev(k)
-    radix: int = 2  # 4: the kernel's *4 form (S >= 2)
+    radix: int = 2  # 4 or 8: the kernel's *4 or *8 form (S >= log2 radix)
 
     @property
     def kernel(self) -> str:
-        return f"ntt_{self.kind}4" if self.radix == 4 else f"ntt_{self.kind}"
+        return f"ntt_{self.kind}{self.radix}" if self.radix > 2 else f"ntt_{self.kind}"
 
     @property
     def grid(self) -> tuple[int, int]:
@@ -72,7 +73,7 @@ class Launch:
 
     @property
     def threads(self) -> int:
-        return 1 << (self.S - (2 if self.radix == 4 else 1))
+        return 1 << (self.S - (self.radix.bit_length() - 1))
 
     @property
     def shared_bytes(self) -> int:
@@ -89,17 +90,26 @@ def tables(log_n: int) -> dict[str, tuple[int, tuple[int, ...]]]:
     }
 
 
+def stages_per_pass(radix2_stages: int, radix: int | None = None) -> int:
+    """Stages a pass at most in ``radix`` (RADIX unless given), from radix 2's: log2(radix) - 1
+    more, so that a block keeps radix 2's thread count (a pass of 7 stages in radix 8 would be
+    16 threads, half a warp idle), at most 10 (32 KiB of shared memory, the most a launch gets
+    without asking)."""
+    r = radix or RADIX
+    return min(10, radix2_stages + r.bit_length() - 2)
+
+
 def h_plan(log_n: int, passes: list[tuple[int, int]], radix: int | None = None) -> list[Launch]:
     """The launches of the fused H step on buffers "abc" (uint64[3, n, 4], the evaluations,
     transformed in place) and "h" (uint64[n, 4], the result), for a pass schedule ``passes``
     ((first stage, stage count) from the low bits up, as ntt.pass_schedule gives), in ``radix``
-    (RADIX unless given; a pass of one stage is radix 2)."""
+    (RADIX unless given; a pass of S stages at most 2^S)."""
     if log_n < 1:
         raise ValueError("the fused H step needs a domain of at least 2")
     r = radix or RADIX
 
     def rx(S: int) -> int:
-        return 4 if r == 4 and S >= 2 else 2
+        return min(r, 1 << S)
 
     plan = [Launch("dif", 3, log_n, s0, S, ("abc", 0), ("abc", 0), inverse=1,
                    table="fwd" if s0 == 0 else None, radix=rx(S)) for s0, S in reversed(passes)]

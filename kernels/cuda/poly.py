@@ -113,7 +113,7 @@ def _h_fused(abc: Any, n: int) -> Any:
         t = tabs[name]
         return t.lo, t.hi, t.hi_stride
 
-    for launch in hstep.h_plan(log_n, _ntt.pass_schedule(log_n)):
+    for launch in hstep.h_plan(log_n, _ntt.pass_schedule(log_n, hstep.stages_per_pass(_ntt.MAX_STAGES_PER_PASS))):
         fn = kernel("ntt", launch.kernel)
         fn(launch.grid, (launch.threads,), hstep.launch_args(launch, buf, table, W, np.uint64(0), _ntt.TABLE_BITS),
            shared_mem=launch.shared_bytes)

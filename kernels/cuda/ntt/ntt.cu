@@ -147,45 +147,52 @@ __global__ void ntt_dif(uint32_t* data, uint64_t stride, const uint32_t* W, int 
     nttp::dif_store(p, b, sm, threadIdx.x);
 }
 
-// The same passes in radix 4 (ntt_pass.cuh): 2^(S-2) threads a block, four elements each, two
-// stages between barriers (an odd stage left over as two radix-2 butterflies a thread). S >= 2.
-__global__ void ntt_dit4(const uint32_t* src, const uint32_t* src2, uint32_t* dst, uint64_t stride, const uint32_t* W,
-                         int log_n, int s0, int S, int gather, const uint32_t* lo, const uint32_t* hi,
-                         uint64_t hi_stride, int tab_bits, const uint32_t* sub) {
+}  // extern "C"
+
+// The same passes in radix 2^K (ntt_pass.cuh): 2^(S-K) threads a block, 2^K elements each, K
+// stages between barriers (the S mod K left over in a smaller radix). S >= K.
+template <int K>
+__device__ __forceinline__ void dit_k(const uint32_t* src, const uint32_t* src2, uint32_t* dst, uint64_t stride,
+                                      const uint32_t* W, int log_n, int s0, int S, int gather, const uint32_t* lo,
+                                      const uint32_t* hi, uint64_t hi_stride, int tab_bits, const uint32_t* sub) {
     extern __shared__ uint4 sm[];
     const nttp::Pass p = {src, src2, dst, stride, W, log_n, s0, S, gather, 0, lo, hi, hi_stride, tab_bits, sub};
-    const nttp::Block b = nttp::block_of(p, blockIdx.x, blockIdx.y, 4);
-    nttp::dit_load<4>(p, b, sm, threadIdx.x);
-    int tt = 0;
-    for (; tt + 1 < S; tt += 2) {
+    const nttp::Block b = nttp::block_of(p, blockIdx.x, blockIdx.y, K);
+    nttp::dit_load<K>(p, b, sm, threadIdx.x);
+    for (int st = 0; st < nttp::steps_k<K>(S); st++) {
         __syncthreads();
-        nttp::dit_stage4(p, b, sm, threadIdx.x, tt);
-    }
-    if (tt < S) {
-        __syncthreads();
-        nttp::dit_stage(p, b, sm, threadIdx.x, tt);
-        nttp::dit_stage(p, b, sm, threadIdx.x + b.T, tt);
+        nttp::dit_step<K>(p, b, sm, threadIdx.x, st);
     }
     __syncthreads();
-    nttp::dit_store<4>(p, b, sm, threadIdx.x);
+    nttp::dit_store<K>(p, b, sm, threadIdx.x);
 }
-__global__ void ntt_dif4(uint32_t* data, uint64_t stride, const uint32_t* W, int log_n, int s0, int S, int inverse,
-                         const uint32_t* lo, const uint32_t* hi, uint64_t hi_stride, int tab_bits) {
+template <int K>
+__device__ __forceinline__ void dif_k(uint32_t* data, uint64_t stride, const uint32_t* W, int log_n, int s0, int S,
+                                      int inverse, const uint32_t* lo, const uint32_t* hi, uint64_t hi_stride,
+                                      int tab_bits) {
     extern __shared__ uint4 sm[];
     const nttp::Pass p = {data, 0, data, stride, W, log_n, s0, S, 0, inverse, lo, hi, hi_stride, tab_bits, 0};
-    const nttp::Block b = nttp::block_of(p, blockIdx.x, blockIdx.y, 4);
-    nttp::dif_load<4>(p, b, sm, threadIdx.x);
-    int tt = S - 1;
-    for (; tt >= 1; tt -= 2) {
+    const nttp::Block b = nttp::block_of(p, blockIdx.x, blockIdx.y, K);
+    nttp::dif_load<K>(p, b, sm, threadIdx.x);
+    for (int st = 0; st < nttp::steps_k<K>(S); st++) {
         __syncthreads();
-        nttp::dif_stage4(p, b, sm, threadIdx.x, tt - 1);
-    }
-    if (tt == 0) {
-        __syncthreads();
-        nttp::dif_stage(p, b, sm, threadIdx.x, 0);
-        nttp::dif_stage(p, b, sm, threadIdx.x + b.T, 0);
+        nttp::dif_step<K>(p, b, sm, threadIdx.x, st);
     }
     __syncthreads();
-    nttp::dif_store<4>(p, b, sm, threadIdx.x);
+    nttp::dif_store<K>(p, b, sm, threadIdx.x);
 }
+#define NTT_RADIX_KERNELS(R, K)                                                                                   \
+    __global__ void ntt_dit##R(const uint32_t* src, const uint32_t* src2, uint32_t* dst, uint64_t stride,          \
+                               const uint32_t* W, int log_n, int s0, int S, int gather, const uint32_t* lo,         \
+                               const uint32_t* hi, uint64_t hi_stride, int tab_bits, const uint32_t* sub) {        \
+        dit_k<K>(src, src2, dst, stride, W, log_n, s0, S, gather, lo, hi, hi_stride, tab_bits, sub);              \
+    }                                                                                                             \
+    __global__ void ntt_dif##R(uint32_t* data, uint64_t stride, const uint32_t* W, int log_n, int s0, int S,     \
+                               int inverse, const uint32_t* lo, const uint32_t* hi, uint64_t hi_stride,            \
+                               int tab_bits) {                                                                    \
+        dif_k<K>(data, stride, W, log_n, s0, S, inverse, lo, hi, hi_stride, tab_bits);                             \
+    }
+extern "C" {
+NTT_RADIX_KERNELS(4, 2)
+NTT_RADIX_KERNELS(8, 3)
 }  // extern "C"

@@ -20,11 +20,11 @@
 // entries). Stage 0 multiplies by 1 in both directions and is a plain subtraction. The last pass
 // may scale by a power table at bitrev(g), the index of the coefficient the slot holds.
 //
-// Radix 4 (the *4 phases): a thread holds four elements, whose indices differ in two adjacent
-// bits, and runs both stages of those bits on them between two barriers: half the barriers and
-// shared-memory traffic of radix 2, three twiddle loads for four products, and two independent
-// products at a time for the scheduler. Elements per thread E (2 or 4) set the block's threads,
-// 2^S / E; an odd stage left over runs as two radix-2 butterflies a thread.
+// Radix 2^K (dit_stage_k / dif_stage_k, K = 2 or 3): a thread holds 2^K elements, whose indices
+// differ in K adjacent bits, and runs those K stages on them between two barriers: 1/K of the
+// barriers and shared-memory traffic of radix 2, fewer twiddle loads (3 for 4 products at K = 2,
+// 7 for 12 at K = 3), and 2^(K-1) independent products at a time for the scheduler. A block has
+// 2^(S-K) threads; stages left over (S mod K) run as a smaller radix, several groups a thread.
 //
 // Power tables: value(i) = lo[i & (2^bits - 1)] * hi[i >> bits], hi per batch row (hi_stride).
 // Shared memory keeps an element as two 16-byte halves (half h of element e at sm[h << S | e]).
@@ -98,12 +98,12 @@ struct Block {
     uint32_t T;  // threads of the block: 2^S / E, E elements a thread (2: one butterfly a stage)
 };
 
-HD Block block_of(const Pass& p, uint64_t bx, uint64_t by, int E = 2) {  // E: 2 or 4
+HD Block block_of(const Pass& p, uint64_t bx, uint64_t by, int K = 1) {  // 2^K elements a thread
     Block b;
     b.low = bx & ((1ull << p.s0) - 1);
     b.high = bx >> p.s0;
     b.row = by;
-    b.T = 1u << (p.S - (E == 4 ? 2 : 1));
+    b.T = 1u << (p.S - K);
     return b;
 }
 
@@ -113,9 +113,9 @@ HD uint64_t twiddle_j(const Pass& p, const Block& b, uint32_t i, int tt) {
     return ((uint64_t)(i & ((1u << tt) - 1)) << p.s0) | b.low;
 }
 
-// i with two zero bits inserted at r and r + 1: the first of a radix-4 thread's four elements.
-HD uint32_t spread2(uint32_t tid, int r) {
-    return ((tid >> r) << (r + 2)) | (tid & ((1u << r) - 1));
+// tid with K zero bits inserted at r: the first of a radix-2^K thread's elements.
+HD uint32_t spread(uint32_t tid, int r, int K) {
+    return ((tid >> r) << (r + K)) | (tid & ((1u << r) - 1));
 }
 
 HD uint64_t index_of(const Pass& p, const Block& b, uint32_t e) {
@@ -128,11 +128,11 @@ HD Fr table_value(const Pass& p, const Block& b, uint64_t i) {
 }
 
 // ---- DIT ---------------------------------------------------------------------------------------
-template <int E = 2>
+template <int K = 1>
 HD void dit_load(const Pass& p, const Block& b, uint4* sm, uint32_t tid) {
     const bool first = p.s0 == 0;
     const uint64_t n = 1ull << p.log_n;
-    UNROLL for (int h = 0; h < E; h++) {
+    UNROLL for (int h = 0; h < (1 << K); h++) {
         const uint32_t e = tid + h * b.T;
         const uint64_t g = index_of(p, b, e);
         Fr x;
@@ -175,26 +175,27 @@ HD void dit_stage(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt
     put(sm, p.S, k, u - v);
 }
 
-// Stages tt and tt + 1 on the four elements q | a 2^tt | c 2^(tt+1) of thread tid (of 2^(S-2)).
-HD void dit_stage4(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt) {
-    const uint32_t q = spread2(tid, tt), h0 = 1u << tt, h1 = 2u << tt;
-    Fr x0 = get(sm, p.S, q), x1 = get(sm, p.S, q | h0), x2 = get(sm, p.S, q | h1), x3 = get(sm, p.S, q | h0 | h1);
-    const int t = p.s0 + tt;
-    const uint64_t j = twiddle_j(p, b, q, tt);
-    dit_bfly(p, t, j, x0, x1);
-    dit_bfly(p, t, j, x2, x3);
-    dit_bfly(p, t + 1, twiddle_j(p, b, q, tt + 1), x0, x2);
-    dit_bfly(p, t + 1, twiddle_j(p, b, q | h0, tt + 1), x1, x3);
-    put(sm, p.S, q, x0);
-    put(sm, p.S, q | h0, x1);
-    put(sm, p.S, q | h1, x2);
-    put(sm, p.S, q | h0 | h1, x3);
+// Stages tt .. tt + K - 1 on the 2^K elements q | m 2^tt (m < 2^K) of group g (of 2^(S-K)):
+// stage tt + s pairs element m with m | 2^s (bit s of m clear), its twiddle set by m's bits below s.
+template <int K>
+HD void dit_stage_k(const Pass& p, const Block& b, uint4* sm, uint32_t g, int tt) {
+    const uint32_t q = spread(g, tt, K);
+    Fr x[1 << K];
+    UNROLL for (int m = 0; m < (1 << K); m++) x[m] = get(sm, p.S, q | ((uint32_t)m << tt));
+    UNROLL for (int st = 0; st < K; st++) {
+        UNROLL for (int m = 0; m < (1 << K); m++) {
+            if (m & (1 << st)) continue;
+            const uint32_t below = (uint32_t)(m & ((1 << st) - 1)) << tt;
+            dit_bfly(p, p.s0 + tt + st, twiddle_j(p, b, q | below, tt + st), x[m], x[m | (1 << st)]);
+        }
+    }
+    UNROLL for (int m = 0; m < (1 << K); m++) put(sm, p.S, q | ((uint32_t)m << tt), x[m]);
 }
 
-template <int E = 2>
+template <int K = 1>
 HD void dit_store(const Pass& p, const Block& b, const uint4* sm, uint32_t tid) {
     const bool last = p.s0 + p.S == p.log_n;
-    UNROLL for (int h = 0; h < E; h++) {
+    UNROLL for (int h = 0; h < (1 << K); h++) {
         const uint32_t e = tid + h * b.T;
         const uint64_t g = index_of(p, b, e);
         Fr x = get(sm, p.S, e);
@@ -205,9 +206,9 @@ HD void dit_store(const Pass& p, const Block& b, const uint4* sm, uint32_t tid) 
 }
 
 // ---- DIF ---------------------------------------------------------------------------------------
-template <int E = 2>
+template <int K = 1>
 HD void dif_load(const Pass& p, const Block& b, uint4* sm, uint32_t tid) {
-    UNROLL for (int h = 0; h < E; h++) {
+    UNROLL for (int h = 0; h < (1 << K); h++) {
         const uint32_t e = tid + h * b.T;
         put(sm, p.S, e, ld_rw(p.dst + b.row * p.stride, index_of(p, b, e)));
     }
@@ -245,27 +246,60 @@ HD void dif_stage(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int tt
     else put(sm, p.S, k, (u - v) * ld(p.W, j << sh));
 }
 
-// Stages r + 1 and r (DIF runs from the high bits down) on the four elements
-// q | a 2^r | c 2^(r+1) of thread tid (of 2^(S-2)).
-HD void dif_stage4(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int r) {
-    const uint32_t q = spread2(tid, r), h0 = 1u << r, h1 = 2u << r;
-    Fr x0 = get(sm, p.S, q), x1 = get(sm, p.S, q | h0), x2 = get(sm, p.S, q | h1), x3 = get(sm, p.S, q | h0 | h1);
-    const int t = p.s0 + r;
-    dif_bfly(p, t + 1, twiddle_j(p, b, q, r + 1), x0, x2);
-    dif_bfly(p, t + 1, twiddle_j(p, b, q | h0, r + 1), x1, x3);
-    const uint64_t j = twiddle_j(p, b, q, r);
-    dif_bfly(p, t, j, x0, x1);
-    dif_bfly(p, t, j, x2, x3);
-    put(sm, p.S, q, x0);
-    put(sm, p.S, q | h0, x1);
-    put(sm, p.S, q | h1, x2);
-    put(sm, p.S, q | h0 | h1, x3);
+// Stages r + K - 1 down to r (DIF runs from the high bits down) on the 2^K elements q | m 2^r of
+// group g (of 2^(S-K)), paired as in dit_stage_k.
+template <int K>
+HD void dif_stage_k(const Pass& p, const Block& b, uint4* sm, uint32_t g, int r) {
+    const uint32_t q = spread(g, r, K);
+    Fr x[1 << K];
+    UNROLL for (int m = 0; m < (1 << K); m++) x[m] = get(sm, p.S, q | ((uint32_t)m << r));
+    UNROLL for (int st = K - 1; st >= 0; st--) {
+        UNROLL for (int m = 0; m < (1 << K); m++) {
+            if (m & (1 << st)) continue;
+            const uint32_t below = (uint32_t)(m & ((1 << st) - 1)) << r;
+            dif_bfly(p, p.s0 + r + st, twiddle_j(p, b, q | below, r + st), x[m], x[m | (1 << st)]);
+        }
+    }
+    UNROLL for (int m = 0; m < (1 << K); m++) put(sm, p.S, q | ((uint32_t)m << r), x[m]);
 }
 
-template <int E = 2>
+// A pass in radix 2^K is steps_k(S) steps between barriers: step i runs stages iK .. iK + K - 1
+// (DIT from the low bits up; DIF the same stages from the high bits down, S - iK - 1 first) on
+// the block's 2^(S-K) threads, and the l = S mod K stages left over make the last step, in
+// radix 2^l, 2^(K-l) groups a thread.
+template <int K>
+HD int steps_k(int S) { return (S + K - 1) / K; }
+
+template <int K>
+HD void dit_step(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int step) {
+    const int tt = step * K, l = p.S - tt < K ? p.S - tt : K;
+    if (l == K) {
+        dit_stage_k<K>(p, b, sm, tid, tt);
+        return;
+    }
+    for (uint32_t i = 0; i < (1u << (K - l)); i++) {
+        if (l == 2) dit_stage_k<2>(p, b, sm, tid + i * b.T, tt);
+        else dit_stage_k<1>(p, b, sm, tid + i * b.T, tt);
+    }
+}
+
+template <int K>
+HD void dif_step(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int step) {
+    const int hi = p.S - step * K, l = hi < K ? hi : K;
+    if (l == K) {
+        dif_stage_k<K>(p, b, sm, tid, hi - K);
+        return;
+    }
+    for (uint32_t i = 0; i < (1u << (K - l)); i++) {  // the stages below hi = l
+        if (l == 2) dif_stage_k<2>(p, b, sm, tid + i * b.T, 0);
+        else dif_stage_k<1>(p, b, sm, tid + i * b.T, 0);
+    }
+}
+
+template <int K = 1>
 HD void dif_store(const Pass& p, const Block& b, const uint4* sm, uint32_t tid) {
     const bool last = p.s0 == 0;
-    UNROLL for (int h = 0; h < E; h++) {
+    UNROLL for (int h = 0; h < (1 << K); h++) {
         const uint32_t e = tid + h * b.T;
         const uint64_t g = index_of(p, b, e);
         Fr x = get(sm, p.S, e);
