@@ -67,10 +67,8 @@ def row(group: str, log_n: int, old: str, new: str, t_old: list[float], t_new: l
     return r
 
 
-def bench_h(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
-    import cupy as cp
-
-    from kernels.cuda import poly
+def h_inputs(log_n: int) -> tuple[int, int, Any]:
+    """(n, rows, fill) for poly.h_from: random a, b, c with porep-32g's share of padding rows."""
     from kernels.cuda.bench import random_fr_device
 
     n = 1 << log_n
@@ -80,6 +78,15 @@ def bench_h(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
     def fill(abc: Any) -> None:
         abc[:, :rows] = src[:, :rows]
 
+    return n, rows, fill
+
+
+def bench_h(log_n: int, repeat: int, say: Any) -> dict[str, Any]:
+    import cupy as cp
+
+    from kernels.cuda import poly
+
+    n, rows, fill = h_inputs(log_n)
     res: dict[str, Any] = {}
     times: dict[str, list[float]] = {}
     pool_gib: dict[str, float] = {}
@@ -100,15 +107,8 @@ def bench_h_radix(log_n: int, repeat: int, say: Any, radix: int) -> dict[str, An
     import cupy as cp
 
     from kernels.cuda import hstep, poly
-    from kernels.cuda.bench import random_fr_device
 
-    n = 1 << log_n
-    rows = int(n * PAD_SHARE)
-    src = random_fr_device(n, (3,))
-
-    def fill(abc: Any) -> None:
-        abc[:, :rows] = src[:, :rows]
-
+    n, rows, fill = h_inputs(log_n)
     res: dict[int, Any] = {}
     times: dict[int, list[float]] = {}
     saved = hstep.RADIX
