@@ -466,7 +466,7 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     # read here, where the host waits already, so the ends queue after the accumulation unwaited
     heavy = None if fold else heavy_buckets(nitems, item_off, HEAVY_ITEMS)
     # msm_layout's plan (fold, two-level slices) where it chose the window; a window asked for runs as asked
-    mid = window is None and mid_plan(m, group) and c == MID_WINDOW and bits != GLV_BITS
+    mid = window is None and c == MID_WINDOW and mid_plan(m, group)  # GLV entries: default_window(mid=False)
     fold = fold or ((FOLD_EXACT or mid) and heavy is None)
     fold_plan = msm_fold.multi_item_plan(nitems, item_off) if fold and msm_fold.PREFOLD else None
     item_start = cp.empty(max(total_items, 1), dtype=cp.uint32)

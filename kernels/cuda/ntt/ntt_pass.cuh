@@ -285,12 +285,12 @@ template <int K>
 HD void dit_step(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int step) {
     const int tt = step * K, l = p.S - tt < K ? p.S - tt : K;
     if (l == K) {
-        dit_stage_k<K, true>(p, b, sm, tid, tt);
+        dit_stage_k<K, (K > 1)>(p, b, sm, tid, tt);
         return;
     }
     for (uint32_t i = 0; i < (1u << (K - l)); i++) {
-        if (l == 2) dit_stage_k<2, true>(p, b, sm, tid + i * b.T, tt);
-        else dit_stage_k<1, true>(p, b, sm, tid + i * b.T, tt);
+        if (l == 2) dit_stage_k<2, (K > 1)>(p, b, sm, tid + i * b.T, tt);
+        else dit_stage_k<1, (K > 1)>(p, b, sm, tid + i * b.T, tt);
     }
 }
 
@@ -298,12 +298,12 @@ template <int K>
 HD void dif_step(const Pass& p, const Block& b, uint4* sm, uint32_t tid, int step) {
     const int hi = p.S - step * K, l = hi < K ? hi : K;
     if (l == K) {
-        dif_stage_k<K, true>(p, b, sm, tid, hi - K);
+        dif_stage_k<K, (K > 1)>(p, b, sm, tid, hi - K);
         return;
     }
     for (uint32_t i = 0; i < (1u << (K - l)); i++) {  // the stages below hi = l
-        if (l == 2) dif_stage_k<2, true>(p, b, sm, tid + i * b.T, 0);
-        else dif_stage_k<1, true>(p, b, sm, tid + i * b.T, 0);
+        if (l == 2) dif_stage_k<2, (K > 1)>(p, b, sm, tid + i * b.T, 0);
+        else dif_stage_k<1, (K > 1)>(p, b, sm, tid + i * b.T, 0);
     }
 }
 
