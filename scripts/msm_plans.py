@@ -11,6 +11,9 @@ A plan is options joined by '+' ('default' is none):
   sN     N buckets a window slice (a power of two; msm_tree.SLICE_LEN);
   fx     after the exact sort with no heavy bucket, the slices sum the work items (msm.FOLD_EXACT);
   gf     the windows combined by one GPU thread instead of on the host (msm.HOST_FINISH off);
+  mN     the runs allowed N times the exact sort's memory (msm.RUNS_SLACK; 2 otherwise, which
+         turns them down at 2^24 in window 20, where a run is ~2.9 times its bucket's mean);
+  pN     the two-pass sort's pass 1 for N windows a launch (msm_sort2.WINDOWS_PER_PASS);
   r      the bucket accumulation by batch-affine rounds (msm()'s accumulate "rounds"; XYZZ at
          this size otherwise), rN with work items of N entries ("rounds-lN").
 Each plan: the median of --repeat CUDA-event timings after a warm-up, the phases of one more run,
@@ -53,6 +56,8 @@ class Plan:
     fold_exact: bool = False
     gpu_finish: bool = False
     accumulate: str | None = None
+    runs_slack: float | None = None
+    sort_windows: int | None = None
 
 
 def parse_plan(text: str) -> Plan:
@@ -70,6 +75,10 @@ def parse_plan(text: str) -> Plan:
                 kw["slice_levels"] = 2
             elif opt.startswith("s") and opt[1:].isdigit() and int(opt[1:]) in (1, 2, 4, 8, 16, 32, 64, 128):
                 kw["slice_len"] = int(opt[1:])
+            elif opt.startswith("m") and opt[1:].isdigit() and 1 <= int(opt[1:]) <= 8:
+                kw["runs_slack"] = float(opt[1:])
+            elif opt.startswith("p") and opt[1:].isdigit() and 1 <= int(opt[1:]) <= 32:
+                kw["sort_windows"] = int(opt[1:])
             elif opt == "fx":
                 kw["fold_exact"] = True
             elif opt == "gf":
@@ -77,17 +86,17 @@ def parse_plan(text: str) -> Plan:
             elif opt == "r" or (opt.startswith("r") and opt[1:].isdigit() and 1 <= int(opt[1:]) <= 4096):
                 kw["accumulate"] = "rounds" if opt == "r" else f"rounds-l{int(opt[1:])}"
             else:
-                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, fx, gf, r, rN)")
+                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, mN, pN, fx, gf, r, rN)")
     return Plan(text, **kw)
 
 
 @contextmanager
 def settings(plan: Plan) -> Iterator[None]:
     """The module settings a plan runs under, restored after."""
-    from kernels.cuda import msm, msm_tree
+    from kernels.cuda import msm, msm_sort2, msm_tree
 
-    saved = (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm_tree.SLICE_LEVELS,
-             msm_tree.SLICE_LEN)
+    saved = (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm.RUNS_SLACK,
+             msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN)
     if plan.by_window:
         msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS = True, 0
     if plan.slice_levels is not None:
@@ -98,11 +107,15 @@ def settings(plan: Plan) -> Iterator[None]:
         msm.FOLD_EXACT = True
     if plan.gpu_finish:
         msm.HOST_FINISH = False
+    if plan.runs_slack is not None:
+        msm.RUNS_SLACK = plan.runs_slack
+    if plan.sort_windows is not None:
+        msm_sort2.WINDOWS_PER_PASS = plan.sort_windows
     try:
         yield
     finally:
-        (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm_tree.SLICE_LEVELS,
-         msm_tree.SLICE_LEN) = saved
+        (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm.RUNS_SLACK,
+         msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN) = saved
 
 
 def main() -> int:

@@ -143,6 +143,9 @@ BATCH_WORKERS = BATCH_THREADS - 32 if _define("MSM_BATCH_PIPE", 0) else BATCH_TH
 # complete by then, so it costs one more scatter).
 SORT_RUNS = True
 SORT_RUNS_MIN = 1 << 26
+# The runs' memory at most RUNS_SLACK times the exact sort's (msm_layout.bucket_runs;
+# SEALTOP_MSM_RUNS_SLACK per process, for timing the runs where they are longer than twice the mean).
+RUNS_SLACK = float(os.environ.get("SEALTOP_MSM_RUNS_SLACK", "2"))
 
 
 @dataclass
@@ -409,7 +412,7 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     by_window = SORT_BY_WINDOW and nb >= SORT_BY_WINDOW_BUCKETS
     grid = (_grid(m, 256 * SORT_PER_THREAD)[0], nwin)  # the per-window sort kernels take SORT_PER_THREAD entries a thread
     want_runs = sort_runs if sort_runs is not None else (SORT_RUNS and m >= SORT_RUNS_MIN)
-    runs = bucket_runs(m, c, nwin, GLV_BOUND if bits == GLV_BITS else R_MOD - 1) if by_window and want_runs else None
+    runs = bucket_runs(m, c, nwin, GLV_BOUND if bits == GLV_BITS else R_MOD - 1, RUNS_SLACK) if by_window and want_runs else None
     sorted_ = None
     sorted_runs = False  # whether sorted_ holds the runs (no bucket overflowed its run)
     if runs is not None:  # one pass into fixed runs; on any overflow the exact sort below

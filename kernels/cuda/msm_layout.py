@@ -70,10 +70,12 @@ def default_window(m: int, group: str, mid: bool = True) -> int:
     return best
 
 
-def bucket_runs(m: int, c: int, nwin: int, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+def bucket_runs(m: int, c: int, nwin: int, bound: int, slack: float = 2.0
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """(first entry, run length and buckets with runs, per window; entries in all) for m scalars
     at most ``bound`` in c-bit signed windows, or None when the runs would not fit 32-bit
-    positions or twice the exact sort's memory. A full window's digit magnitudes spread evenly
+    positions or ``slack`` times the exact sort's memory (at 2^24 scalars in 20-bit windows a
+    run is ~2.9 times its bucket's mean count, so the default 2 turns the runs down there). A full window's digit magnitudes spread evenly
     over its 2^(c-1) buckets; a top window whose raw value (bits plus carry) stays at most
     2^(c-1) is never negated and reaches only its first (bound >> c w) + 1 buckets."""
     half = 1 << (c - 1)
@@ -86,7 +88,7 @@ def bucket_runs(m: int, c: int, nwin: int, bound: int) -> tuple[np.ndarray, np.n
         wnb[w], wcap[w] = nb, int(mean + 8 * mean ** 0.5 + 16)
     sizes = wnb.astype(np.int64) * wcap
     total = int(sizes.sum())
-    if total >= 1 << 32 or total > 2 * nwin * m + (1 << 20):
+    if total >= 1 << 32 or total > slack * nwin * m + (1 << 20):
         return None
     wbase = (np.cumsum(sizes) - sizes).astype(np.uint32)
     return wbase, wcap, wnb, total
