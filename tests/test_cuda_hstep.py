@@ -54,12 +54,12 @@ def test_fused_equals_plain(log_n: int) -> None:
     assert not cp.array_equal(_h(abc, n, "fused"), plain)
 
 
-@pytest.mark.parametrize("radix", [4, 8])
+@pytest.mark.parametrize("radix", [2, 4, 8])
 @pytest.mark.parametrize("log_n", [1, 2, 3, 5, 9, 10, 11, 13, 16, 20] + ([24] if HEAVY else []))
-def test_fused_in_radix_4_and_8_equals_plain(log_n: int, radix: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """hstep.RADIX = 4 or 8 (ntt_dit4 / ntt_dif4, ntt_dit8 / ntt_dif8; passes of every stage count
-    mod K, short passes in a smaller radix): the same H as the plain path, and another H for
-    another input."""
+def test_fused_in_each_radix_equals_plain(log_n: int, radix: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hstep.RADIX = 2, 4 or 8 (ntt_dit / ntt_dif, ntt_dit4 / ntt_dif4, ntt_dit8 / ntt_dif8;
+    passes of every stage count mod K, short passes in a smaller radix): the same H as the plain
+    path, and another H for another input."""
     import cupy as cp
 
     from kernels.cuda import hstep

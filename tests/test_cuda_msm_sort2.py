@@ -20,13 +20,12 @@ _REASON = cuda_unavailable_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=f"cuda: {_REASON}")]
 
 
-def _unbounded_runs(m: int, c: int, nwin: int, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _unbounded_runs(m: int, c: int, nwin: int, bound: int, slack: float = 2.0
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """msm.bucket_runs' layout without its memory bound, so that small MSMs take wide windows."""
-    half = 1 << (c - 1)
-    wnb = np.array([min((bound >> (c * w)) + 1, half) for w in range(nwin)], np.uint32)
-    wcap = np.array([int(m / nb + 8 * (m / nb) ** 0.5 + 16) for nb in wnb.tolist()], np.uint32)
-    sizes = wnb.astype(np.int64) * wcap
-    return (np.cumsum(sizes) - sizes).astype(np.uint32), wcap, wnb, int(sizes.sum())
+    from kernels.cuda import msm_layout
+
+    return msm_layout.bucket_runs(m, c, nwin, bound, float("inf"))
 
 
 @pytest.mark.parametrize("glv,window", [(False, None), (False, 12), (False, 16), (True, None), (True, 22)])

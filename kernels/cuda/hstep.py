@@ -38,9 +38,12 @@ Ref = tuple[str, int]  # (buffer name, first batch row)
 # The passes' radix: 2 (ntt_dit / ntt_dif: one butterfly a thread a stage), 4 or 8 (ntt_dit4,
 # ntt_dit8, ...: 2^K elements a thread, K stages between barriers; a pass of fewer than K stages
 # takes the largest radix it has stages for). Bit for bit the same values
-# (tests/test_cuda_host_ntt.py). SEALTOP_NTT_RADIX per process; 2 until timed on the device.
+# (tests/test_cuda_host_ntt.py). SEALTOP_NTT_RADIX per process. Radix 4 by default: on an H100
+# (2026-12-05, scripts/h_small_bench.py --what h4, the same inputs, outputs equal) the fused H
+# step took 239.8 ms at 2^27 against 260.9 in radix 2 (27.0 against 27.3 at 2^24); radix 8 took
+# 319.0 (114-126 registers a thread against radix 4's 64-72).
 RADICES = (2, 4, 8)
-RADIX = int(os.environ.get("SEALTOP_NTT_RADIX", "2"))
+RADIX = int(os.environ.get("SEALTOP_NTT_RADIX", "4"))
 if RADIX not in RADICES:
     raise ValueError(f"SEALTOP_NTT_RADIX is {RADIX}: it is 2, 4 or 8")
 

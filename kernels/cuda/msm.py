@@ -42,6 +42,7 @@ from kernels.cuda.module import kernel
 from kernels.cuda.msm_ends import Ends
 from kernels.cuda.msm_layout import (
     LARGE_LOG,
+    MID_RUNS_SLACK,
     MID_WINDOW,
     bucket_runs,
     default_window,
@@ -407,12 +408,15 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     nwin = (bits + c - 1) // c
     half = 1 << (c - 1)
     nb = nwin * half
+    # msm_layout's plan (runs, fold, two-level slices) where it chose the window; a window asked for runs as asked
+    mid = window is None and c == MID_WINDOW and mid_plan(m, group)  # GLV entries: default_window(mid=False)
 
     count = cp.zeros(nb, dtype=cp.uint32)
     by_window = SORT_BY_WINDOW and nb >= SORT_BY_WINDOW_BUCKETS
     grid = (_grid(m, 256 * SORT_PER_THREAD)[0], nwin)  # the per-window sort kernels take SORT_PER_THREAD entries a thread
-    want_runs = sort_runs if sort_runs is not None else (SORT_RUNS and m >= SORT_RUNS_MIN)
-    runs = bucket_runs(m, c, nwin, GLV_BOUND if bits == GLV_BITS else R_MOD - 1, RUNS_SLACK) if by_window and want_runs else None
+    want_runs = sort_runs if sort_runs is not None else (SORT_RUNS and (m >= SORT_RUNS_MIN or mid))
+    slack = max(RUNS_SLACK, MID_RUNS_SLACK) if mid else RUNS_SLACK
+    runs = bucket_runs(m, c, nwin, GLV_BOUND if bits == GLV_BITS else R_MOD - 1, slack) if by_window and want_runs else None
     sorted_ = None
     sorted_runs = False  # whether sorted_ holds the runs (no bucket overflowed its run)
     if runs is not None:  # one pass into fixed runs; on any overflow the exact sort below
@@ -468,8 +472,6 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     fold = runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS
     # read here, where the host waits already, so the ends queue after the accumulation unwaited
     heavy = None if fold else heavy_buckets(nitems, item_off, HEAVY_ITEMS)
-    # msm_layout's plan (fold, two-level slices) where it chose the window; a window asked for runs as asked
-    mid = window is None and c == MID_WINDOW and mid_plan(m, group)  # GLV entries: default_window(mid=False)
     fold = fold or ((FOLD_EXACT or mid) and heavy is None)
     fold_plan = msm_fold.multi_item_plan(nitems, item_off) if fold and msm_fold.PREFOLD else None
     item_start = cp.empty(max(total_items, 1), dtype=cp.uint32)
