@@ -199,7 +199,7 @@ for s in "$@"; do
         --plans ${PLANS:-default w16+bw w16+bw+fx w20 w20+sl2 w20+fx w20+fx+sl2 w20+fx+sl2+s16 w20+fx+sl2+gf w16+bw+fx+sl2} ;;
     ff_probe) wait "${peer_pid:-0}" 2>/dev/null; step ff_probe 60 /tmp/peer/build/ff_probe ;;
     compare) wait "${peer_pid:-0}" 2>/dev/null
-      step compare 420 python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
+      step compare "${COMPARE_S:-420}" python3 .peer/harness/compare.py --lib /tmp/peer/build/libsppark_harness.so \
         --out "$work/compare.json" --msm "${COMPARE_MSM:-20,22,24}" --ntt "${COMPARE_NTT:-20,24}" --reps 5 ;;
     variants) wait_variants
       for v in ${VARIANTS:-}; do

@@ -109,8 +109,8 @@ def test_fold_after_the_exact_sort_matches_arkworks(window: int, monkeypatch: py
 
 
 def test_g1_at_2_24_takes_window_20_folded_and_matches_known_logs() -> None:
-    """msm_layout's G1 plan from 2^24 scalars: window 20 by default, the exact sort, no bucket-sum
-    pass (the window slices sum the items, in two levels), and the point (sum k_i s_i) G over
+    """msm_layout's G1 plan from 2^24 scalars: window 20 by default, the two-pass sort into runs
+    (allowed MID_RUNS_SLACK times the exact sort's memory), no bucket-sum pass (the window slices sum the items, in two levels), and the point (sum k_i s_i) G over
     known discrete logarithms; a changed scalar gives another point."""
     import cupy as cp
 
@@ -120,7 +120,7 @@ def test_g1_at_2_24_takes_window_20_folded_and_matches_known_logs() -> None:
     pts, s_dev, want = T.known_logs_case(n)
     st = msm.MsmStats()
     got = cp.asnumpy(msm.msm("g1", pts, s_dev, stats=st))[0]
-    assert st.window == 20 and st.sort == "exact"
+    assert st.window == 20 and st.sort == "runs2"
     assert "bucket_sum" not in st.extra and "window_reduce" in st.extra, st.extra
     assert np.array_equal(got, want)
     s_dev[5] = s_dev[6]
