@@ -24,9 +24,12 @@ WORDS = 48  # an XYZZ G1 row in 32-bit words
 SPLIT, FROM0 = 1, 2
 
 
-@pytest.fixture(scope="module", params=BUILDS)
+@pytest.fixture(scope="module", params=[(b, pair) for b in BUILDS for pair in (0, 1)], ids=lambda p: f"{p[0]}-pair{p[1]}")
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return host_library(tmp_path_factory, "msm/host_slices.cpp", "-O1", ptx_flag(request.param))
+    """The slices built each way, with slices.cuh's SLICE_PAIR off and on (a bucket's two
+    additions in one branch-free call)."""
+    build, pair = request.param
+    return host_library(tmp_path_factory, "msm/host_slices.cpp", "-O1", ptx_flag(build), f"-DSLICE_PAIR={pair}")
 
 
 def _xyzz_rows(pts: list[Any]) -> np.ndarray:
@@ -89,8 +92,11 @@ def test_one_and_two_levels_give_each_windows_weighted_sum(lib: ctypes.CDLL, ite
     nseg, nseg2 = half // len1, (half // len1) // len2
     nb = nwin * half
     pts = T.random_points("g1", nb, rng)
-    for b in rng.sample(range(nb), 9):  # empty buckets
+    for b in rng.sample(range(8, nb), 9):  # empty buckets
         pts[b] = ark.G1Point.identity()
+    # the first slice's running sum meets a bucket with its x: X + X (a doubling), then 2X - 2X
+    pts[7] = pts[6] = T.random_points("g1", 1, rng)[0]
+    pts[5] = -(pts[6] + pts[6])
     want = []
     for w in range(nwin):
         s = ark.G1Point.identity()
