@@ -24,12 +24,9 @@ WORDS = 48  # an XYZZ G1 row in 32-bit words
 SPLIT, FROM0 = 1, 2
 
 
-@pytest.fixture(scope="module", params=[(b, pair) for b in BUILDS for pair in (0, 1)], ids=lambda p: f"{p[0]}-pair{p[1]}")
+@pytest.fixture(scope="module", params=BUILDS)
 def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    """The slices built each way, with slices.cuh's SLICE_PAIR off and on (a bucket's two
-    additions in one branch-free call)."""
-    build, pair = request.param
-    return host_library(tmp_path_factory, "msm/host_slices.cpp", "-O1", ptx_flag(build), f"-DSLICE_PAIR={pair}")
+    return host_library(tmp_path_factory, "msm/host_slices.cpp", "-O1", ptx_flag(request.param))
 
 
 def _xyzz_rows(pts: list[Any]) -> np.ndarray:

@@ -17,48 +17,6 @@
 #define SLICE_SPLIT 1u
 #define SLICE_FROM0 2u
 
-// SLICE_PAIR (a build define, 0 by default): G1's two additions a bucket (T += S, S += B) in one
-// out-of-line call whose two formulas have no branch between them (the special cases chosen by
-// selects after both, the rare equal-x case redone by the general addition), so that ptxas may
-// interleave two independent chains where a thread otherwise waits on one.
-#ifndef SLICE_PAIR
-#define SLICE_PAIR 0
-#endif
-
-template <class F>
-struct XyzzPair {
-    Xyzz<F> t, s;
-};
-
-// p + q by add-2008-s without branches; `redo` set where p and q are finite with equal x (a
-// doubling or infinity: the caller redoes those by Xyzz::add).
-template <class F>
-HD Xyzz<F> add_flat(const Xyzz<F>& p, const Xyzz<F>& q, bool& redo) {
-    const F U1 = p.X * q.ZZ, U2 = q.X * p.ZZ, S1 = p.Y * q.ZZZ, S2 = q.Y * p.ZZZ;
-    const F P = U2 - U1, R = S2 - S1;
-    const F PP = P.sqr(), PPP = P * PP, Q = U1 * PP;
-    Xyzz<F> r;
-    r.X = R.sqr() - PPP - Q.dbl();
-    r.Y = R * (Q - r.X) - S1 * PPP;
-    r.ZZ = p.ZZ * q.ZZ * PP;
-    r.ZZZ = p.ZZZ * q.ZZZ * PPP;
-    const bool pi = p.is_inf(), qi = q.is_inf();
-    redo = !pi && !qi && P.is_zero();
-    return qi ? p : (pi ? q : r);
-}
-
-// (T + S, S + B): one bucket's step of the running sums.
-template <class F>
-HD_NOINLINE XyzzPair<F> slice_step(Xyzz<F> T, Xyzz<F> S, Xyzz<F> B) {
-    bool redo_t, redo_s;
-    XyzzPair<F> r;
-    r.t = add_flat(T, S, redo_t);
-    r.s = add_flat(S, B, redo_s);
-    if (redo_t) { r.t = T; r.t.add(S); }
-    if (redo_s) { r.s = S; r.s.add(B); }
-    return r;
-}
-
 // An XYZZ row by 16-byte loads (rows are 192 or 384 bytes, so 16-byte aligned): a warp's 4-byte
 // loads of 32 rows each touch 32 lines, and Nsight Compute on the H200 found the bucket-sum
 // kernel bound by them (L1 77% busy, DRAM 12%).
@@ -94,22 +52,6 @@ HD void slice_sum(uint32_t t, const uint32_t* rows, const uint32_t* count, const
     const uint32_t w = t / nseg, j = t % nseg, len = half / nseg, lo = j * len;
     const uint64_t first = (uint64_t)w * half;
     X S = X::infinity(), T = X::infinity();
-#if SLICE_PAIR
-    if constexpr (F::WORDS == Fp::WORDS) {
-        // T += S then S += B, bucket by bucket: T = sum (b - lo) bucket[b]; one more T += S
-        // after the loop gives the weights b - lo + 1
-        for (int b = (int)(lo + len) - 1; b >= (int)lo; b--) {
-            const uint64_t g = first + b;
-            uint32_t k = 1, off = (uint32_t)g;
-            if (count) k = (count[g] + L - 1) / L, off = item_off[g];
-            const XyzzPair<F> r = slice_step<F>(T, S, k ? load_row<F>(rows + (uint64_t)off * X::WORDS) : X::infinity());
-            T = r.t;
-            S = r.s;
-            for (uint32_t i = 1; i < k; i++) S.add(load_row<F>(rows + (uint64_t)(off + i) * X::WORDS));
-        }
-        if (!(flags & SLICE_FROM0)) T.add(S);
-    } else
-#endif
     for (int b = (int)(lo + len) - 1; b >= (int)lo; b--) {
         const uint64_t g = first + b;
         if (flags & SLICE_FROM0) T.add(S);
