@@ -80,9 +80,10 @@ def bucket_runs(m: int, c: int, nwin: int, bound: int, slack: float = 2.0
     """(first entry, run length and buckets with runs, per window; entries in all) for m scalars
     at most ``bound`` in c-bit signed windows, or None when the runs would not fit 32-bit
     positions or ``slack`` times the exact sort's memory (at 2^24 scalars in 20-bit windows a
-    run is ~2.9 times its bucket's mean count, so the default 2 turns the runs down there). A full window's digit magnitudes spread evenly
-    over its 2^(c-1) buckets; a top window whose raw value (bits plus carry) stays at most
-    2^(c-1) is never negated and reaches only its first (bound >> c w) + 1 buckets."""
+    run is ~2.9 times its bucket's mean count, so the default 2 turns the runs down there). A
+    full window's digit magnitudes spread evenly over its 2^(c-1) buckets; a top window whose raw
+    value (bits plus carry) stays at most 2^(c-1) is never negated and reaches only its first
+    (bound >> c w) + 1 buckets."""
     half = 1 << (c - 1)
     wnb = np.empty(nwin, np.uint32)
     wcap = np.empty(nwin, np.uint32)
