@@ -95,8 +95,12 @@
 #
 # Needs the cp312 oracle wheel in .whl (carry it). Keys and compiled circuits go to .params in the
 # repo root (git-ignored), which a warm machine keeps between calls. Everything comes back as
-# OUTDIR/steps.txt (one line per step), OUTDIR/results.tgz (every step's full output) and
-# OUTDIR/cupy_cache.tgz (carry it back as .cupycache to skip NVRTC next time).
+# OUTDIR/steps.txt (one line per step) and OUTDIR/results.tgz (every step's full output). With
+# CACHE_BACK=1, also CuPy's cache as OUTDIR/cupy_cache.tgz.part* of at most 15 MiB each (a file
+# comes back from the device only under 16 MiB, and the whole cache has outgrown that):
+# `cat .../cupy_cache.tgz.part* > .cupycache.tgz` here, carry it, and the compile step loads the
+# modules instead of compiling them (57-80 s with a stale cache). Use it in one invocation a
+# call: at most 8 files come back from a call.
 set -u
 out=${1:?usage: device_session.sh OUTDIR STEP...}
 shift
@@ -303,4 +307,6 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
 done
 wait_variants  # compilations no step waited for still land in the cache that goes back
 rm -rf "$work"
-tar czf "$out/cupy_cache.tgz" -C .cupycache .
+if [ -n "${CACHE_BACK:-}" ]; then
+  tar czf - -C .cupycache . | split -b 15m - "$out/cupy_cache.tgz.part"
+fi
