@@ -23,9 +23,10 @@ LARGE_WINDOW = 20
 # without the fold and the two levels window 20 was slower than 16 (137.5 ms: 24 ms of bucket
 # sums and reduction). G2 keeps default_window's choice (not timed at window 20).
 # Their sort goes into runs (two passes, msm_sort2) allowed MID_RUNS_SLACK times the exact sort's
-# memory (a run is ~2.8 times its bucket's mean count there: 2.4 GB at 2^24): on an H100
-# (2026-12-05, msm_plans, one process) 2^24 took 122.8-123.1 ms against 128.1 with the exact sort,
-# whose histogram and scatter took 17.3 ms where the runs take 12.2-12.8.
+# memory (a run there is ~2.9 times its bucket's mean count, all runs ~2.8 times the exact sort's
+# entries: 2.4 GB at 2^24): on an H100 (2026-12-05, msm_plans, one process) 2^24 took
+# 122.8-123.1 ms against 128.1 with the exact sort, whose histogram and scatter took 17.3 ms
+# where the runs take 12.2-12.8.
 MID_LOG = 24
 MID_WINDOW = 20
 MID_RUNS_SLACK = 3.0
