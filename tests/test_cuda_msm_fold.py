@@ -1,5 +1,5 @@
 """msm_fold (the multi-item buckets summed before the window slices), run without a GPU: numpy for
-CuPy, the reduce_groups kernel as a sum of integer rows (the slices only add rows, so integers
+CuPy, the fold_groups kernel as a sum of integer rows (the slices only add rows, so integers
 model them), against a Python model of the buckets' item rows; and the fold decision at H's
 porep-32g sizes for both accumulations."""
 
@@ -27,13 +27,15 @@ class _FakeCp:
 
 
 def _fake_kernel(module: str, name: str) -> Any:
-    assert module == "msm_g1" and name == "g1_reduce_groups"
+    assert module == "msm_g1" and name == "g1_fold_groups"
 
     def launch(grid: Any, block: Any, args: Any) -> None:
-        rows, start, length, ng, out = args
-        assert grid[0] * block[0] >= int(ng)
-        for g in range(int(ng)):  # wrapping uint64 sums of whole rows
-            out[g] = rows[int(start[g]): int(start[g]) + int(length[g])].sum(axis=0, dtype=np.uint64)
+        rows, bucket, start, length, n, count = args
+        assert grid[0] * block[0] >= int(n)
+        for g in range(int(n)):  # wrapping uint64 sums of whole rows, in place
+            s = int(start[g])
+            rows[s] = rows[s: s + int(length[g])].sum(axis=0, dtype=np.uint64)
+            count[int(bucket[g])] = 1
 
     return launch
 
@@ -117,7 +119,7 @@ def test_nothing_to_fold(fake: None) -> None:
 @pytest.mark.parametrize("how", ["xyzz", "rounds"])
 def test_h_at_porep_32g_takes_the_fold(how: str) -> None:
     """2^28 GLV entries at c = 22: the runs (234 entries; the top window's 1,849) stay under
-    HEAVY_ITEMS items with either item length (256, 151), so the slices sum the items (the fold)
+    FOLD_ITEMS items with either item length (256, 151), so the slices sum the items (the fold)
     and the top window's buckets are the ones cut into several items."""
     m, c = 1 << 28, 22
     nwin, half = -(-129 // c), 1 << (c - 1)
@@ -126,5 +128,5 @@ def test_h_at_porep_32g_takes_the_fold(how: str) -> None:
     wcap, wnb = runs[1], runs[2]
     L = msm.item_length(m, nwin, half) if how == "xyzz" else msm_rounds.item_length(m, half)
     assert L == {"xyzz": 256, "rounds": 151}[how]
-    assert -(-int(wcap.max()) // L) <= msm.HEAVY_ITEMS
+    assert -(-int(wcap.max()) // L) <= msm.FOLD_ITEMS
     assert int(wnb[-1]) == 176407 and -(-(m // int(wnb[-1])) // L) == {"xyzz": 6, "rounds": 11}[how]

@@ -1,6 +1,6 @@
 """The MSM's multi-item buckets summed before the window slices (msm.py's fold path), host side.
 
-When no bucket is heavy (msm.py: sort into runs, no run over HEAVY_ITEMS items) the window-slice
+When no bucket is heavy (msm.py: sort into runs, no run over FOLD_ITEMS items) the window-slice
 kernel (msm_core.cuh segments) sums each bucket's work items itself: thread (w, j) walks 32 buckets
 of window w, and for each adds its ceil(count / L) item rows into a running sum. A warp takes as
 many steps a bucket as its most-cut bucket has items, and a thread's chain is as long as its
@@ -19,7 +19,7 @@ counts (numpy):
     long as the longest item), so the top window stays cut in 10-12.
 That is rounds' window reduction at 47.0 ms against xyzz's 32.4 (H200, 2026-12-04): more rows,
 warps diverging on the 2-item buckets, and a longer latency-bound tail. Folding first: one
-reduce_groups launch, one thread a multi-item bucket (397,389 threads and 2.31 M additions under
+fold_groups launch, one thread a multi-item bucket (397,389 threads and 2.31 M additions under
 rounds, chains of at most 12; 176,407 threads and 1.12 M additions under xyzz, chains of at most
 7), each bucket's sum written into its first item row and its count set to 1; then every bucket is
 one row (10.66 M rows in both modes, 762,880 warp additions in the full windows, top-window
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from kernels.cuda.module import kernel
-from kernels.cuda.points import BLOCK, XYZZ_U64
+from kernels.cuda.points import BLOCK
 from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
 
@@ -53,14 +53,12 @@ def multi_item_plan(nitems: Any, item_off: Any) -> tuple[Any, Any, Any]:
 
 def fold_items(group: str, partials: Any, count: Any, plan: tuple[Any, Any, Any]) -> int:
     """Sum each planned bucket's item rows of ``partials`` into its first row and set its count to
-    1, so the slice kernel reads one row for it (ceil(1 / L) = 1); returns the buckets folded."""
-    cp = _cp()
+    1, so the slice kernel reads one row for it (ceil(1 / L) = 1); returns the buckets folded.
+    One kernel, in place: a scatter of the sums from a separate array cost a copy of every
+    folded row (at 2^24 in rounds' short items, every bucket of the 6.8 M)."""
     buckets, first, k = plan
     n = int(buckets.shape[0])
     if n == 0:
         return 0
-    sums = cp.empty((n, XYZZ_U64[group]), dtype=cp.uint64)
-    kernel(f"msm_{group}", f"{group}_reduce_groups")(_grid(n), (BLOCK,), (partials, first, k, np.uint32(n), sums))
-    partials[first.astype(cp.int64)] = sums
-    count[buckets.astype(cp.int64)] = np.uint32(1)
+    kernel(f"msm_{group}", f"{group}_fold_groups")(_grid(n), (BLOCK,), (partials, buckets, first, k, np.uint32(n), count))
     return n

@@ -262,6 +262,22 @@ __device__ __forceinline__ void reduce_groups(const uint32_t* in, const uint32_t
     acc.store(out + (uint64_t)g * X::WORDS);
 }
 
+// In place, one thread a bucket g of n: rows[first[g]] = the sum of its len[g] rows from there, and
+// count[bucket[g]] = 1, so the window slices read that one row (msm_fold.py: why). The buckets'
+// rows are disjoint, so no thread reads a row another writes.
+template <class F>
+__device__ __forceinline__ void fold_groups(uint32_t* rows, const uint32_t* bucket, const uint32_t* first,
+                                            const uint32_t* len, uint32_t n, uint32_t* count) {
+    typedef Xyzz<F> X;
+    uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n) return;
+    uint32_t* row = rows + (uint64_t)first[g] * X::WORDS;
+    X acc = load_row<F>(row);
+    for (uint32_t i = 1, k = len[g]; i < k; i++) acc.add(load_row<F>(row + (uint64_t)i * X::WORDS));
+    acc.store(row);
+    count[bucket[g]] = 1;
+}
+
 // One thread: sum_w 2^(c w) win[w] (+ extra), written affine.
 template <class F>
 __device__ __forceinline__ void finish(const uint32_t* win, int nwin, int c, const uint32_t* extra, uint32_t* out) {
@@ -317,6 +333,10 @@ __device__ __forceinline__ void finish(const uint32_t* win, int nwin, int c, con
     extern "C" __global__ void G##_reduce_groups(const uint32_t* in, const uint32_t* start, const uint32_t* len,            \
                                                  uint32_t ngroups, uint32_t* out) {                                          \
         reduce_groups<F>(in, start, len, ngroups, out);                                                                      \
+    }                                                                                                                        \
+    extern "C" __global__ void G##_fold_groups(uint32_t* rows, const uint32_t* bucket, const uint32_t* first,               \
+                                               const uint32_t* len, uint32_t n, uint32_t* count) {                           \
+        fold_groups<F>(rows, bucket, first, len, n, count);                                                                  \
     }                                                                                                                        \
     extern "C" __global__ void G##_finish(const uint32_t* win, int nwin, int c, const uint32_t* extra, uint32_t* out) {     \
         finish<F>(win, nwin, c, extra, out);                                                                                 \
