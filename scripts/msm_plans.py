@@ -9,11 +9,15 @@ A plan is options joined by '+' ('default' is none):
   runs1  the same in one pass;
   sl2    the window slices in two levels (msm_tree.SLICE_LEVELS 2);
   sN     N buckets a window slice (a power of two; msm_tree.SLICE_LEN);
+  nf     no prefold: the window slices walk a multi-item bucket's items themselves (msm_fold.PREFOLD off);
   fx     after the exact sort with no heavy bucket, the slices sum the work items (msm.FOLD_EXACT);
   gf     the windows combined by one GPU thread instead of on the host (msm.HOST_FINISH off);
   mN     the runs allowed N times the exact sort's memory (msm.RUNS_SLACK; 2 otherwise, which
          turns them down at 2^24 in window 20, where a run is ~2.9 times its bucket's mean);
   pN     the two-pass sort's pass 1 for N windows a launch (msm_sort2.WINDOWS_PER_PASS);
+  hN     runs of up to N work items take the fold path (msm.FOLD_ITEMS, 64 otherwise; it was
+         msm.HEAVY_ITEMS, 32, until short rounds' items cut the top window's runs into ~50);
+  x      the bucket accumulation by XYZZ additions (msm_layout's rounds from 2^24 to 2^26 otherwise);
   r      the bucket accumulation by batch-affine rounds (msm()'s accumulate "rounds"; XYZZ at
          this size otherwise), rN with work items of N entries ("rounds-lN").
 Each plan: the median of --repeat CUDA-event timings after a warm-up, the phases of one more run,
@@ -58,6 +62,8 @@ class Plan:
     accumulate: str | None = None
     runs_slack: float | None = None
     sort_windows: int | None = None
+    fold_items: int | None = None
+    no_prefold: bool = False
 
 
 def parse_plan(text: str) -> Plan:
@@ -79,24 +85,30 @@ def parse_plan(text: str) -> Plan:
                 kw["runs_slack"] = float(opt[1:])
             elif opt.startswith("p") and opt[1:].isdigit() and 1 <= int(opt[1:]) <= 32:
                 kw["sort_windows"] = int(opt[1:])
+            elif opt.startswith("h") and opt[1:].isdigit() and 1 <= int(opt[1:]) <= 4096:
+                kw["fold_items"] = int(opt[1:])
+            elif opt == "nf":
+                kw["no_prefold"] = True
             elif opt == "fx":
                 kw["fold_exact"] = True
             elif opt == "gf":
                 kw["gpu_finish"] = True
+            elif opt == "x":
+                kw["accumulate"] = "xyzz"
             elif opt == "r" or (opt.startswith("r") and opt[1:].isdigit() and 1 <= int(opt[1:]) <= 4096):
                 kw["accumulate"] = "rounds" if opt == "r" else f"rounds-l{int(opt[1:])}"
             else:
-                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, mN, pN, fx, gf, r, rN)")
+                raise ValueError(f"plan {text!r}: unknown option {opt!r} (wN, bw, runs, runs1, sl2, sN, mN, pN, hN, nf, fx, gf, x, r, rN)")
     return Plan(text, **kw)
 
 
 @contextmanager
 def settings(plan: Plan) -> Iterator[None]:
     """The module settings a plan runs under, restored after."""
-    from kernels.cuda import msm, msm_sort2, msm_tree
+    from kernels.cuda import msm, msm_fold, msm_sort2, msm_tree
 
     saved = (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm.RUNS_SLACK,
-             msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN)
+             msm.FOLD_ITEMS, msm_fold.PREFOLD, msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN)
     if plan.by_window:
         msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS = True, 0
     if plan.slice_levels is not None:
@@ -111,11 +123,15 @@ def settings(plan: Plan) -> Iterator[None]:
         msm.RUNS_SLACK = plan.runs_slack
     if plan.sort_windows is not None:
         msm_sort2.WINDOWS_PER_PASS = plan.sort_windows
+    if plan.fold_items is not None:
+        msm.FOLD_ITEMS = plan.fold_items
+    if plan.no_prefold:
+        msm_fold.PREFOLD = False
     try:
         yield
     finally:
         (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm.RUNS_SLACK,
-         msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN) = saved
+         msm.FOLD_ITEMS, msm_fold.PREFOLD, msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN) = saved
 
 
 def main() -> int:
