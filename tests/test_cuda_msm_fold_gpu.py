@@ -109,9 +109,11 @@ def test_fold_after_the_exact_sort_matches_arkworks(window: int, monkeypatch: py
 
 
 def test_g1_at_2_24_takes_window_20_folded_and_matches_known_logs() -> None:
-    """msm_layout's G1 plan from 2^24 scalars: window 20 by default, the two-pass sort into runs
-    (allowed MID_RUNS_SLACK times the exact sort's memory), no bucket-sum pass (the window slices sum the items, in two levels), and the point (sum k_i s_i) G over
-    known discrete logarithms; a changed scalar gives another point."""
+    """msm_layout's G1 plan at 2^24 scalars: window 20 by default, the two-pass sort into runs
+    (allowed MID_RUNS_SLACK times the exact sort's memory), the rounds in items of 24 (most buckets
+    cut in two, summed by the prefold), no bucket-sum pass (the window slices sum the items, in
+    two levels), and the point (sum k_i s_i) G over known discrete logarithms; a changed scalar
+    gives another point."""
     import cupy as cp
 
     from kernels.cuda import msm
@@ -120,7 +122,8 @@ def test_g1_at_2_24_takes_window_20_folded_and_matches_known_logs() -> None:
     pts, s_dev, want = T.known_logs_case(n)
     st = msm.MsmStats()
     got = cp.asnumpy(msm.msm("g1", pts, s_dev, stats=st))[0]
-    assert st.window == 20 and st.sort == "runs2"
+    assert st.window == 20 and st.sort == "runs2" and st.accumulate == "rounds-l24" and st.item_len == 24
+    assert st.folded > (1 << 19), st.folded  # most of the 13 x 2^19 buckets hold more than 24 entries
     assert "bucket_sum" not in st.extra and "window_reduce" in st.extra, st.extra
     assert np.array_equal(got, want)
     s_dev[5] = s_dev[6]

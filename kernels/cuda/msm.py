@@ -47,6 +47,7 @@ from kernels.cuda.msm_layout import (
     bucket_runs,
     default_window,
     mid_plan,
+    rounds_length,
     run_offsets,
 )
 from kernels.cuda.msm_tree import fold_heavy, heavy_buckets, reduce_all, window_sums
@@ -58,6 +59,11 @@ from kernels.cuda.stream import settle, side_stream, to_host
 # A bucket cut into more work items than HEAVY_ITEMS has its item sums added by a tree instead of
 # serially by one thread (kernels/cuda/msm_tree.py: why).
 HEAVY_ITEMS = 32
+# A sort into runs with no run over FOLD_ITEMS work items takes the fold path (no heavy buckets:
+# the prefold's one thread a multi-item bucket sums them). Short rounds' items cut the top
+# window's runs into up to ~50 at 2^26 (items of 48); with the bound at 32 those MSMs took the
+# bucket-sum pass instead (H100, 2026-12-05: 2^25 in items of 32, 211.1 ms against 206.9 folded).
+FOLD_ITEMS = 64
 # Combine the windows on the host (kernels/cuda/finish.py) rather than in one GPU thread.
 HOST_FINISH = True
 # After the exact sort with no heavy bucket, let the window slices sum each bucket's work items
@@ -410,6 +416,10 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     nb = nwin * half
     # msm_layout's plan (runs, fold, two-level slices) where it chose the window; a window asked for runs as asked
     mid = window is None and c == MID_WINDOW and mid_plan(m, group)  # GLV entries: default_window(mid=False)
+    layout_len = rounds_length(m, half, group) if window is None and accumulate is None and ACCUMULATE == "auto" \
+        and bits != GLV_BITS else None
+    if layout_len is not None:  # msm_layout's rounds from 2^24 to 2^26 G1 scalars
+        how_acc = f"rounds-l{layout_len}"
 
     count = cp.zeros(nb, dtype=cp.uint32)
     by_window = SORT_BY_WINDOW and nb >= SORT_BY_WINDOW_BUCKETS
@@ -466,10 +476,10 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     item_off = cp.cumsum(nitems, dtype=cp.uint32) - nitems
     settle()
     total_items = int(item_off[-1]) + int(nitems[-1])
-    # no bucket outgrew its run, and no run holds more than HEAVY_ITEMS items: no heavy buckets,
+    # no bucket outgrew its run, and no run holds more than FOLD_ITEMS items: no heavy buckets,
     # so the window slices sum each bucket's items themselves (no bucket-sum pass), the buckets of
     # several items summed into one row first (msm_fold: why, with the counts at porep-32g's H)
-    fold = runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= HEAVY_ITEMS
+    fold = runs is not None and sorted_runs and -(-int(runs[1].max()) // L) <= FOLD_ITEMS
     # read here, where the host waits already, so the ends queue after the accumulation unwaited
     heavy = None if fold else heavy_buckets(nitems, item_off, HEAVY_ITEMS)
     fold = fold or ((FOLD_EXACT or mid) and heavy is None)

@@ -27,14 +27,36 @@ LARGE_WINDOW = 20
 # entries: 2.4 GB at 2^24): on an H100 (2026-12-05, msm_plans, one process) 2^24 took
 # 122.8-123.1 ms against 128.1 with the exact sort, whose histogram and scatter took 17.3 ms
 # where the runs take 12.2-12.8.
-MID_LOG = 24
+# From 2^23 scalars too (H100, 2026-12-05, msm_plans): window 20 with the fold 69.9-70.0 ms
+# against window 16's 71.3 (the runs do not fit MID_RUNS_SLACK there: the exact sort, then the fold).
+MID_LOG = 23
 MID_WINDOW = 20
 MID_RUNS_SLACK = 3.0
+# From 2^24 to 2^26 G1 scalars (no GLV split) the buckets are accumulated by batch-affine rounds
+# (msm_rounds) in work items of half a bucket's mean count, ROUNDS_LEN entries at least and at
+# most: on an H100 (2026-12-05, msm_plans, one process, the fold in place) 2^24 in items of 24
+# took 123.4 ms against XYZZ's 126.0, 2^25 in items of 32 204.0 against 223.4, 2^26 in items of
+# 48 371.2 (64: 373.5) against 423.3. A round pays one grid-wide inversion's latency, so longer
+# items (more rounds) lose where the slots are few; shorter ones cut more buckets into several
+# items, which the prefold (msm_fold) then sums: at 2^24 items of 16 accumulated in 78.8 ms
+# against 82.1 but their prefold took 5.7 ms more.
+ROUNDS_LOGS = (24, 26)
+ROUNDS_LEN = (24, 64)
 
 
 def mid_plan(m: int, group: str) -> bool:
     """Whether a tail of m scalars gets the window-20 plan above."""
     return group == "g1" and MID_LOG <= max(1, m.bit_length() - 1) < LARGE_LOG
+
+
+def rounds_length(m: int, half: int, group: str) -> int | None:
+    """The rounds' work-item length for a tail of m G1 scalars (not GLV-split) in windows of
+    ``half`` buckets where ROUNDS_LOGS gives them the rounds (above); None elsewhere."""
+    lg = max(1, m.bit_length() - 1)
+    if group != "g1" or not ROUNDS_LOGS[0] <= lg <= ROUNDS_LOGS[1]:
+        return None
+    lo, hi = ROUNDS_LEN
+    return max(lo, min(hi, round(m / half / 2)))
 
 
 def top_window_bits(c: int) -> int:
