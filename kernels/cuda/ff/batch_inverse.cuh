@@ -13,6 +13,16 @@
 // Values are rows of F::WORDS words (row i at a + i * F::WORDS).
 #pragma once
 #include "bls12_381.cuh"
+#include "inverse_gcd.cuh"
+
+// SEALTOP_BINV_GCD (a build define): 1 makes the top level invert each chain's product by a
+// binary GCD (inverse_gcd.cuh's inv_gcd: ~790 divsteps for Fp, in batches on one machine word,
+// far fewer dependent instructions) instead of Fermat's inv_fast (~490 dependent
+// multiplications): the top level's latency is paid once a call, and the MSM's rounds call it
+// every round. Bit for bit the same values (tests/test_cuda_host_inverse.py).
+#ifndef SEALTOP_BINV_GCD
+#define SEALTOP_BINV_GCD 0
+#endif
 
 template <class F>
 HD F binv_load(const uint32_t* a, uint64_t i) { return F::load(a + i * F::WORDS); }
@@ -55,7 +65,8 @@ HD void binv_down(uint32_t* vals, const uint32_t* pre, uint32_t M, uint32_t T, u
     binv_unwind<F>(vals, pre, M, T, t, binv_load<F>(up, t));
 }
 
-// Thread t of T, the top level: its chain up, one Fermat inversion, its chain down.
+// Thread t of T, the top level: its chain up, one inversion (Fermat, or a GCD: SEALTOP_BINV_GCD),
+// its chain down.
 template <class F>
 HD void binv_top(uint32_t* vals, uint32_t* pre, uint32_t M, uint32_t T, uint32_t t) {
     if (t >= T || t >= M) return;
@@ -65,7 +76,11 @@ HD void binv_top(uint32_t* vals, uint32_t* pre, uint32_t M, uint32_t T, uint32_t
         const F v = binv_load<F>(vals, i);
         if (!v.is_zero()) c = c * v;
     }
+#if SEALTOP_BINV_GCD
+    binv_unwind<F>(vals, pre, M, T, t, inv_gcd(c));
+#else
     binv_unwind<F>(vals, pre, M, T, t, c.inv_fast());
+#endif
 }
 
 #ifdef __CUDACC__

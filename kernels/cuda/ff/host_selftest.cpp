@@ -2,6 +2,7 @@
 // tests/test_cuda_host_ff.py compiles this with a plain C++ compiler (after kernels/cuda/source.py
 // inlines the includes) and calls these entry points through ctypes.
 #include "../ec/xyzz.cuh"
+#include "inverse_gcd.cuh"
 
 template <class F>
 static void binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, int n) {
@@ -14,6 +15,10 @@ static void binop(int op, const uint32_t* a, const uint32_t* b, uint32_t* out, i
             case 3: r = x.sqr(); break;
             case 4: r = x.inv(); break;
             case 6: r = x.inv_fast(); break;
+            // the binary-GCD inversion (inverse_gcd.cuh): SEALTOP_INV_GCD_BITS's limbs, 62-bit, 30-bit
+            case 7: r = inv_gcd(x); break;
+            case 8: r = inv_gcd_w<gcdinv::Limbs62>(x); break;
+            case 9: r = inv_gcd_w<gcdinv::Limbs30>(x); break;
             default: r = x.neg(); break;
         }
         r.store(out + i * F::WORDS);
