@@ -1,5 +1,5 @@
 """The windowed inversion the batch-affine MSM uses (Mont::inv_fast, Fp2::inv_fast) and the binary-GCD
-inversion (ff/inverse_gcd.cuh's inv_gcd, which batch_inverse.cuh's top level takes with
+inversion (ff/inverse_gcd.cuh's inv_gcd, which batch_inverse.cuh's top level takes by default,
 SEALTOP_BINV_GCD=1), built for the host from the CUDA headers (both the portable arithmetic and the
 PTX model) and checked against Python integers and against each other; no GPU needed."""
 
@@ -98,19 +98,21 @@ def test_fp2_inv_gcd_matches_inv_fast(lib: ctypes.CDLL) -> None:
     assert not got[-1].any()  # 0 maps to 0
 
 
-# batch_inverse.cuh's host build (msm/host_rounds.cpp) with SEALTOP_BINV_GCD=1 (both field builds with
-# the default limbs, and the 62-bit limbs), plus an entry point that reports the defines, so the test
-# knows they reached the headers
+# batch_inverse.cuh's host build (msm/host_rounds.cpp): the GCD (the default: both field builds with
+# the default limbs, and the 62-bit limbs) and Fermat (SEALTOP_BINV_GCD=0), plus an entry point that
+# reports the defines, so the test knows they reached the headers
 _GCD_FLAG = 'extern "C" int binv_gcd_build() { return 1000 * SEALTOP_BINV_GCD + SEALTOP_INV_GCD_BITS; }\n'
-GCD_LIBS = [(b, 0) for b in BUILDS] + [("portable", 62)]
+GCD_LIBS = [(b, 0, 1) for b in BUILDS] + [("portable", 62, 1), ("portable", 0, 0)]
 
 
-@pytest.fixture(scope="module", params=GCD_LIBS, ids=[f"{b}-bits{w or 'default'}" for b, w in GCD_LIBS])
+@pytest.fixture(scope="module", params=GCD_LIBS,
+                ids=[f"{b}-bits{w or 'default'}-{'gcd' if g else 'fermat'}" for b, w, g in GCD_LIBS])
 def binv_gcd_lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    build, bits = request.param
-    flags = ("-O1", ptx_flag(build), "-DSEALTOP_BINV_GCD=1") + ((f"-DSEALTOP_INV_GCD_BITS={bits}",) if bits else ())
+    build, bits, gcd = request.param
+    flags = ("-O1", ptx_flag(build)) + (() if gcd else ("-DSEALTOP_BINV_GCD=0",)) + \
+        ((f"-DSEALTOP_INV_GCD_BITS={bits}",) if bits else ())
     out = host_library(tmp_path_factory, "msm/host_rounds.cpp", *flags, text=assemble("msm/host_rounds.cpp") + _GCD_FLAG)
-    assert out.binv_gcd_build() == 1000 + (bits or 30)
+    assert out.binv_gcd_build() == 1000 * gcd + (bits or 30)
     return out
 
 

@@ -15,13 +15,15 @@
 #include "bls12_381.cuh"
 #include "inverse_gcd.cuh"
 
-// SEALTOP_BINV_GCD (a build define): 1 makes the top level invert each chain's product by a
-// binary GCD (inverse_gcd.cuh's inv_gcd: ~790 divsteps for Fp, in batches on one machine word,
-// far fewer dependent instructions) instead of Fermat's inv_fast (~490 dependent
-// multiplications): the top level's latency is paid once a call, and the MSM's rounds call it
-// every round. Bit for bit the same values (tests/test_cuda_host_inverse.py).
+// SEALTOP_BINV_GCD (a build define): 1, the default, makes the top level invert each chain's
+// product by a binary GCD (inverse_gcd.cuh's inv_gcd) instead of Fermat's inv_fast (0; ~490
+// dependent multiplications). The top level's latency is paid once per call, and the MSM's rounds
+// call it every round: on an H100 (2026-12-05, scripts/gpu_check.py, one build each) G1 2^24 took
+// 109.7 ms against 117.1-117.2 with Fermat, 2^27 (runs, rounds of 288) 672.6 against 818.0-821.4,
+// H's 2^27 GLV split 608.1 against 639.9-642.5. Bit for bit the same values
+// (tests/test_cuda_host_inverse.py).
 #ifndef SEALTOP_BINV_GCD
-#define SEALTOP_BINV_GCD 0
+#define SEALTOP_BINV_GCD 1
 #endif
 
 template <class F>
