@@ -88,13 +88,16 @@ SORT_BY_WINDOW_BUCKETS = 1 << 21
 # "batch" (batch-affine additions with one inversion per block step, about 6M each:
 # msm/batch_affine.cuh), "rounds" (batch-affine, one inversion per round shared by the whole grid:
 # kernels/cuda/msm_rounds.py; "rounds3" the same with the round's pass split in two kernels) or
-# "auto" (rounds from ROUNDS_MIN entries on, XYZZ below). SEALTOP_MSM_ACC sets it per process;
+# "auto" (rounds from ROUNDS_MIN entries on, and in short items where msm_layout.rounds_length
+# gives G1 tails of 2^24 to 2^26 scalars them; XYZZ below). SEALTOP_MSM_ACC sets it per process;
 # the msm() argument `accumulate` per call.
 # Measured on the H200 (2026-12-04, G1 over an endomorphism table, GLV split, window 22, 2^28
 # entries): accumulation XYZZ 648.9 ms, rounds 504.4 (item length 151), rounds with items of 256
 # 580.9; the whole MSM 793.0 against 663.6 ms. At 2^24 (window 16, 558 rounds of 549 K slots)
 # rounds took 353.8 ms against XYZZ's 108.2: each round is a chain of one pass and one inversion,
-# so few slots a round cannot pay for it. The batch kernel was slower at every size (sixth round).
+# so few slots a round cannot pay for it (short items, fewer rounds, and the top inversion by a
+# binary GCD since made them pay there: msm_layout.ROUNDS_LOGS). The batch kernel was slower at
+# every size (sixth round).
 # "auto" is the default: in the porep-32g pipeline (H200, 2026-12-04, 5 jobs) H's MSM took 671.8 ms
 # a partition with it against 799.7 with XYZZ (the GPU call 1,083.6 against 1,219.1 ms).
 ACCUMULATE = os.environ.get("SEALTOP_MSM_ACC", "auto")

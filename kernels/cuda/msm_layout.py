@@ -16,7 +16,7 @@ MAX_WINDOW = 16
 # against 447, partly paid back in the sort, 85 against 60 ms, and the window reduction).
 LARGE_LOG = 26
 LARGE_WINDOW = 20
-# G1 from 2^24 scalars up to 2^LARGE_LOG: window 20, its work items summed by the window slices
+# G1 from 2^MID_LOG scalars up to 2^LARGE_LOG: window 20, its work items summed by the window slices
 # themselves (no bucket-sum pass) and the slices in two levels (msm.py, msm_tree.window_sums). On
 # an H100 (2026-12-05, scripts/msm_plans.py, the same points and scalars in one process) 2^24 took
 # 126.1-127.6 ms against 134.7-136.0 at window 16, and sppark 155.6 ms in the same call;
