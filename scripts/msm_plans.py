@@ -102,36 +102,44 @@ def parse_plan(text: str) -> Plan:
     return Plan(text, **kw)
 
 
-@contextmanager
-def settings(plan: Plan) -> Iterator[None]:
-    """The module settings a plan runs under, restored after."""
+def _assignments(plan: Plan) -> list[tuple[Any, str, Any]]:
+    """(module, attribute, value) for each module setting the plan changes."""
     from kernels.cuda import msm, msm_fold, msm_sort2, msm_tree
 
-    saved = (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm.RUNS_SLACK,
-             msm.FOLD_ITEMS, msm_fold.PREFOLD, msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN)
+    out: list[tuple[Any, str, Any]] = []
     if plan.by_window:
-        msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS = True, 0
+        out += [(msm, "SORT_BY_WINDOW", True), (msm, "SORT_BY_WINDOW_BUCKETS", 0)]
     if plan.slice_levels is not None:
-        msm_tree.SLICE_LEVELS = plan.slice_levels
+        out.append((msm_tree, "SLICE_LEVELS", plan.slice_levels))
     if plan.slice_len is not None:
-        msm_tree.SLICE_LEN = plan.slice_len
+        out.append((msm_tree, "SLICE_LEN", plan.slice_len))
     if plan.fold_exact:
-        msm.FOLD_EXACT = True
+        out.append((msm, "FOLD_EXACT", True))
     if plan.gpu_finish:
-        msm.HOST_FINISH = False
+        out.append((msm, "HOST_FINISH", False))
     if plan.runs_slack is not None:
-        msm.RUNS_SLACK = plan.runs_slack
+        out.append((msm, "RUNS_SLACK", plan.runs_slack))
     if plan.sort_windows is not None:
-        msm_sort2.WINDOWS_PER_PASS = plan.sort_windows
+        out.append((msm_sort2, "WINDOWS_PER_PASS", plan.sort_windows))
     if plan.fold_items is not None:
-        msm.FOLD_ITEMS = plan.fold_items
+        out.append((msm, "FOLD_ITEMS", plan.fold_items))
     if plan.no_prefold:
-        msm_fold.PREFOLD = False
+        out.append((msm_fold, "PREFOLD", False))
+    return out
+
+
+@contextmanager
+def settings(plan: Plan) -> Iterator[None]:
+    """The module settings a plan runs under, restored after (also after an error)."""
+    changes = _assignments(plan)
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in changes]
     try:
+        for mod, name, value in changes:
+            setattr(mod, name, value)
         yield
     finally:
-        (msm.SORT_BY_WINDOW, msm.SORT_BY_WINDOW_BUCKETS, msm.HOST_FINISH, msm.FOLD_EXACT, msm.RUNS_SLACK,
-         msm.FOLD_ITEMS, msm_fold.PREFOLD, msm_sort2.WINDOWS_PER_PASS, msm_tree.SLICE_LEVELS, msm_tree.SLICE_LEN) = saved
+        for mod, name, value in saved:
+            setattr(mod, name, value)
 
 
 def main() -> int:
