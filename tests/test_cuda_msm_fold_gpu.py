@@ -108,9 +108,14 @@ def test_fold_after_the_exact_sort_matches_arkworks(window: int, monkeypatch: py
     assert not np.array_equal(cp.asnumpy(msm.msm("g1", P, cp.asarray(T.fr_words(sc)), window=window, item_len=4))[0], want)
 
 
-def test_g1_at_2_24_takes_window_20_folded_and_matches_known_logs() -> None:
-    """msm_layout's G1 plan at 2^24 scalars: window 20 by default, the two-pass sort into runs
-    (allowed MID_RUNS_SLACK times the exact sort's memory), the rounds in items of 24 (most buckets
+# (log2 size, sort, item length, fewest folded buckets: ~2.7 % of 2^23's 12 x 2^19 buckets of mean 16
+# hold more than 24 entries, plus the top window's 2^14; ~45 % of 2^24's, of mean 32, more than 32)
+@pytest.mark.parametrize("lg, sort, length, folded", [(23, "exact", 24, 1 << 17), (24, "runs2", 32, 1 << 20)])
+def test_g1_mid_sizes_take_window_20_rounds_folded_and_match_known_logs(lg: int, sort: str, length: int,
+                                                                        folded: int) -> None:
+    """msm_layout's G1 plan at 2^23 and 2^24 scalars: window 20 by default, at 2^24 the two-pass
+    sort into runs (allowed MID_RUNS_SLACK times the exact sort's memory; at 2^23 they do not fit
+    it: the exact sort), the rounds in items of a bucket's mean count (at least 24; many buckets
     cut in two, summed by the prefold), no bucket-sum pass (the window slices sum the items, in
     two levels), and the point (sum k_i s_i) G over known discrete logarithms; a changed scalar
     gives another point."""
@@ -118,12 +123,12 @@ def test_g1_at_2_24_takes_window_20_folded_and_matches_known_logs() -> None:
 
     from kernels.cuda import msm
 
-    n = 1 << 24
+    n = 1 << lg
     pts, s_dev, want = T.known_logs_case(n)
     st = msm.MsmStats()
     got = cp.asnumpy(msm.msm("g1", pts, s_dev, stats=st))[0]
-    assert st.window == 20 and st.sort == "runs2" and st.accumulate == "rounds-l24" and st.item_len == 24
-    assert st.folded > (1 << 19), st.folded  # most of the 13 x 2^19 buckets hold more than 24 entries
+    assert st.window == 20 and st.sort == sort and st.accumulate == f"rounds-l{length}" and st.item_len == length
+    assert st.folded > folded, st.folded
     assert "bucket_sum" not in st.extra and "window_reduce" in st.extra, st.extra
     assert np.array_equal(got, want)
     s_dev[5] = s_dev[6]

@@ -96,18 +96,18 @@ def test_reduce_segments_index_arithmetic(monkeypatch) -> None:  # type: ignore[
 
 
 def test_rounds_length_follows_the_buckets_mean_within_its_bounds() -> None:
-    """Items of half a bucket's mean count, clamped to ROUNDS_LEN, for G1 tails from 2^24 to 2^26
-    scalars only (the sizes it was timed at): 24, 32 and 64 entries at window 20's 2^19 buckets."""
+    """Items of a bucket's mean count, clamped to ROUNDS_LEN, for G1 tails from 2^23 to 2^26
+    scalars only (the sizes it was timed at): 24, 32, 64 and 128 entries at window 20's 2^19 buckets."""
     half = 1 << 19
-    assert [msm_layout.rounds_length(1 << lg, half, "g1") for lg in (24, 25, 26)] == [24, 32, 64]
+    assert [msm_layout.rounds_length(1 << lg, half, "g1") for lg in (23, 24, 25, 26)] == [24, 32, 64, 128]
     lo, hi = msm_layout.ROUNDS_LEN
     for _ in range(100):
         lg = random.randint(msm_layout.ROUNDS_LOGS[0], msm_layout.ROUNDS_LOGS[1])
         m = (1 << lg) + random.randrange(1 << lg)
         L = msm_layout.rounds_length(m, half, "g1")
         assert L is not None and lo <= L <= hi
-        assert L == lo or L == hi or abs(L - m / half / 2) <= 0.5
+        assert L == lo or L == hi or abs(L - m / half) <= 0.5
     assert msm_layout.rounds_length(1 << 25, half, "g2") is None
-    assert msm_layout.rounds_length((1 << 24) - 1, half, "g1") is None
+    assert msm_layout.rounds_length((1 << 23) - 1, half, "g1") is None
     assert msm_layout.rounds_length(1 << 27, half, "g1") is None
 

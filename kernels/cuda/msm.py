@@ -89,7 +89,7 @@ SORT_BY_WINDOW_BUCKETS = 1 << 21
 # msm/batch_affine.cuh), "rounds" (batch-affine, one inversion per round shared by the whole grid:
 # kernels/cuda/msm_rounds.py; "rounds3" the same with the round's pass split in two kernels) or
 # "auto" (rounds from ROUNDS_MIN entries on, and in short items where msm_layout.rounds_length
-# gives G1 tails of 2^24 to 2^26 scalars them; XYZZ below). SEALTOP_MSM_ACC sets it per process;
+# gives G1 tails of 2^23 to 2^26 scalars them; XYZZ below). SEALTOP_MSM_ACC sets it per process;
 # the msm() argument `accumulate` per call.
 # Measured on the H200 (2026-12-04, G1 over an endomorphism table, GLV split, window 22, 2^28
 # entries): accumulation XYZZ 648.9 ms, rounds 504.4 (item length 151), rounds with items of 256
@@ -421,7 +421,7 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     mid = window is None and c == MID_WINDOW and mid_plan(m, group)  # GLV entries: default_window(mid=False)
     layout_len = rounds_length(m, half, group) if window is None and accumulate is None and ACCUMULATE == "auto" \
         and bits != GLV_BITS else None
-    if layout_len is not None:  # msm_layout's rounds from 2^24 to 2^26 G1 scalars
+    if layout_len is not None:  # msm_layout's rounds from 2^23 to 2^26 G1 scalars
         how_acc = f"rounds-l{layout_len}"
 
     count = cp.zeros(nb, dtype=cp.uint32)

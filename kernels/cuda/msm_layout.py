@@ -32,16 +32,19 @@ LARGE_WINDOW = 20
 MID_LOG = 23
 MID_WINDOW = 20
 MID_RUNS_SLACK = 3.0
-# From 2^24 to 2^26 G1 scalars (no GLV split) the buckets are accumulated by batch-affine rounds
-# (msm_rounds) in work items of half a bucket's mean count, ROUNDS_LEN entries at least and at
-# most: on an H100 (2026-12-05, msm_plans, one process, the fold in place) 2^24 in items of 24
-# took 123.4 ms against XYZZ's 126.0, 2^25 in items of 32 204.0 against 223.4, 2^26 in items of
-# 48 371.2 (64: 373.5) against 423.3. A round pays one grid-wide inversion's latency, so longer
-# items (more rounds) lose where the slots are few; shorter ones cut more buckets into several
-# items, which the prefold (msm_fold) then sums: at 2^24 items of 16 accumulated in 78.8 ms
-# against 82.1 but their prefold took 5.7 ms more.
-ROUNDS_LOGS = (24, 26)
-ROUNDS_LEN = (24, 64)
+# From 2^23 to 2^26 G1 scalars (no GLV split) the buckets are accumulated by batch-affine rounds
+# (msm_rounds) in work items of about a bucket's mean count, ROUNDS_LEN entries at least and at
+# most. A round pays one grid-wide inversion's latency, so longer items (more rounds) lose where
+# the slots are few; shorter ones cut more buckets into several items, which the prefold
+# (msm_fold) then sums. With the binary GCD at the inversion's top (a cheaper round), on an H100
+# (2026-12-05, scripts/msm_plans.py, one process a size, ms): 2^23 in items of 20 / 24 / 28 63.9 /
+# 63.7 / 65.0 against XYZZ's 70.0; 2^24 in items of 24 / 32 / 40 / 48 110.1 / 104.8 / 103.5 /
+# 105.5 (XYZZ 119.9); 2^25 in items of 32 / 48 / 64 / 96 196.1 / 188.7 / 184.2 / 189.5; 2^26 in
+# items of 48 / 64 / 96 / 128 366.3 / 359.0 / 352.9 / 350.1. (With Fermat's chain at the top,
+# half the mean had been best: 2^24 in items of 24 123.4 against 32's 124.0.) H's GLV-split
+# entries keep msm_rounds.item_length (2^27: 151 entries 607.9 ms, 96 626.5, 128 617.5, 200 620.4).
+ROUNDS_LOGS = (23, 26)
+ROUNDS_LEN = (24, 128)
 
 
 def mid_plan(m: int, group: str) -> bool:
@@ -51,12 +54,13 @@ def mid_plan(m: int, group: str) -> bool:
 
 def rounds_length(m: int, half: int, group: str) -> int | None:
     """The rounds' work-item length for a tail of m G1 scalars (not GLV-split) in windows of
-    ``half`` buckets where ROUNDS_LOGS gives them the rounds (above); None elsewhere."""
+    ``half`` buckets where ROUNDS_LOGS gives them the rounds (above): a bucket's mean count within
+    ROUNDS_LEN; None elsewhere."""
     lg = max(1, m.bit_length() - 1)
     if group != "g1" or not ROUNDS_LOGS[0] <= lg <= ROUNDS_LOGS[1]:
         return None
     lo, hi = ROUNDS_LEN
-    return max(lo, min(hi, round(m / half / 2)))
+    return max(lo, min(hi, round(m / half)))
 
 
 def top_window_bits(c: int) -> int:
