@@ -41,7 +41,7 @@ MID_RUNS_SLACK = 3.0
 # 63.7 / 65.0 against XYZZ's 70.0; 2^24 in items of 24 / 32 / 40 / 48 110.1 / 104.8 / 103.5 /
 # 105.5 (XYZZ 119.9); 2^25 in items of 32 / 48 / 64 / 96 196.1 / 188.7 / 184.2 / 189.5; 2^26 in
 # items of 48 / 64 / 96 / 128 366.3 / 359.0 / 352.9 / 350.1. (With Fermat's chain at the top,
-# half the mean had been best: 2^24 in items of 24 123.4 against 32's 124.0.) H's GLV-split
+# items of half the mean had been best: docs/BENCHMARKS.md, eighteenth round.) H's GLV-split
 # entries keep msm_rounds.item_length (2^27: 151 entries 607.9 ms, 96 626.5, 128 617.5, 200 620.4).
 ROUNDS_LOGS = (23, 26)
 ROUNDS_LEN = (24, 128)
