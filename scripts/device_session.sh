@@ -74,6 +74,10 @@
 #   single32g      as pipe32g, one engine: a warm-up job makes the device key, then one job at a
 #                  time on the resident key (--matrix dealloc --one-engine: async, then sync), each
 #                  timed from its submission to its verified proof
+#   both32g        as pipe32g, one engine, one device key for all three figures (--matrix lone
+#                  --one-engine): the warm-up job (the first job's time, key included), $JOBS32 jobs
+#                  (default 5) submitted together (the steady rate), then one job alone on the resident
+#                  key (from its submission to its verified proof); ~70 s less than pipe32g + single32g
 #   pairs_tests    the ones' sums by pairs (kernels/cuda/pairs.py): its GPU tests, the list split's
 #                  beside them, and the MSM and prover tests with SEALTOP_MSM_PAIRS=1
 #   ends_tests     the MSM ends beside the next MSM (msm_ends.Ends): their GPU tests, then the MSM, prover,
@@ -281,6 +285,7 @@ print(f'porep-32g: {r.num_constraints} constraints, {r.num_vars} variables, nnz 
       f'disk free {shutil.disk_usage(d).free / 2**30:.1f} GiB')" ;;
     pipe32g) pipe32g pipe32g "${JOBS32:-1}" ${PIPE32_SET:-} ;;
     single32g) pipe32g single32g 1 --matrix dealloc --one-engine ${PIPE32_SET:-} ;;
+    both32g) pipe32g both32g "${JOBS32:-5}" --matrix lone --one-engine ${PIPE32_SET:-} ;;
     pairs_tests) step pairs_tests 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm_pairs.py \
         tests/test_cuda_msm_ones.py
       SEALTOP_MSM_PAIRS=1 step pairs_regress 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_cuda_msm.py \

@@ -174,6 +174,39 @@ def test_bench_matrix_in_one_engine_keeps_its_keys(tmp_path, params, capsys):
     assert "cuzk comparison" in capsys.readouterr().out
 
 
+def test_bench_matrix_lone_in_one_engine_times_the_steady_run_the_lone_job_and_the_first(tmp_path, params, capsys):
+    """--matrix lone --one-engine: after the warm-up job (reported apart, as the first job's
+    time), the --jobs jobs submitted together, then one job alone; each row's job count and
+    seconds a job are what the session's own submission and proof_done events say."""
+    from engine.stream.reader import read_recording
+
+    out, rec = tmp_path / "lone.json", tmp_path / "lone.jsonl"
+    code = bench_matrix("lone", Bench(
+        "chain-256", 2, str(out),
+        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 2,
+                   "partition_workers": 2, "sample_interval_s": 0.05},
+        record=str(rec), one_engine=True))
+    assert code == 0
+    rep = json.loads(out.read_text())
+    rows = rep["rows"]
+    assert [(r["variant"], r["jobs"], r["jobs_verified"]) for r in rows] == [
+        ("2 jobs at once", 2, 2), ("one job alone", 1, 1)]
+    events = read_recording(str(rec)).events
+    sub = {e["job"]: e["t"] for e in events if e["kind"] == "job_submitted"}
+    done = {e["job"]: e["t"] for e in events if e["kind"] == "proof_done" and e["verified"]}
+    assert len(sub) == len(done) == 4
+    first, *together, alone = sorted(sub)
+    assert rep["warm_up"]["jobs"] == 1 and {p["job"] for p in rep["warm_up"]["partitions"]} == {first}
+    assert rep["warm_up"]["s_per_job"] == pytest.approx(done[first] - sub[first])
+    assert {p["job"] for p in rows[0]["partitions"]} == set(together)
+    assert rows[0]["s_per_job"] == pytest.approx((max(done[j] for j in together) - min(sub[j] for j in together)) / 2)
+    assert {p["job"] for p in rows[1]["partitions"]} == {alone}
+    assert rows[1]["s_per_job"] == pytest.approx(done[alone] - sub[alone])
+    assert sub[alone] >= max(done[j] for j in together)  # alone: submitted once the others were done
+    printed = capsys.readouterr().out
+    assert "lone comparison" in printed and "warm-up job (makes or loads the keys)" in printed
+
+
 def test_a_policy_changes_only_between_jobs(params):
     from engine.pipeline.engine import Engine, Job
 

@@ -172,14 +172,15 @@ def _add_bench_pipeline(bsub) -> None:
                         "gap between GPU wrapper and kernel time, and peak memory against the model "
                         "(partition_workers + capacity + GPU slots) x bytes per partition + key. "
                         "--matrix cuzk runs capacity {1, workers} x permit_release; --matrix dealloc runs "
-                        "sync against async.")
+                        "sync against async; --matrix lone runs the N jobs together, then one job alone "
+                        "(with --one-engine on the keys a warm-up job made).")
     p.add_argument("--preset", default="tiny", help="chain-N, cubic, or a porep preset (default tiny)")
     p.add_argument("--jobs", type=int, default=4, metavar="N", help="jobs (default 4)")
     p.add_argument("--json", default=None, metavar="OUT", help="write the report as JSON")
     p.add_argument("--config", default=None, metavar="FILE", help="base config (default: built-in defaults)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set partition_workers=4 (repeatable; TOML values)")
-    p.add_argument("--matrix", choices=("cuzk", "dealloc"), default=None, help="run a comparison table")
+    p.add_argument("--matrix", choices=("cuzk", "dealloc", "lone"), default=None, help="run a comparison table")
     p.add_argument("--one-engine", action="store_true",
                    help="with --matrix: every variant in one engine that keeps its keys, switching "
                    "the knobs and policies between jobs (one session file with --record)")

@@ -59,6 +59,16 @@ class Bench:
         return cfg
 
 
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One row of a comparison: its label, the settings it changes, and how many jobs it runs
+    (the bench's --jobs where None)."""
+
+    label: str
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    jobs: int | None = None
+
+
 def bench_pipeline(b: Bench) -> int:
     """`sealtop bench pipeline --preset P --jobs N --json OUT`: a run plus a JSON report with
     GPU busy %, seconds per proof, the wrapper-kernel gap and peak memory against the model
@@ -190,8 +200,10 @@ def _row(label: str, over: dict[str, Any], code: int, events: list[dict],
         "variant": label,
         "overrides": over,
         "exit_code": code,
+        "jobs": s.jobs_done,
         "s_per_proof": s.s_per_proof,
         "steady_s_per_proof": s.steady_s_per_proof,
+        "s_per_job": s.s_per_job,
         "peak_total": s.peak_total,
         "peak_shm": s.peak_shm,
         "bytes_per_partition": bytes_per_partition,
@@ -250,32 +262,32 @@ class _SaidJobs:
         return True
 
 
-def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
-                           ) -> tuple[int, list[dict]]:
+def _bench_rows_one_engine(b: Bench, variants: list[Variant]) -> tuple[int, list[dict], dict | None]:
     """Every variant in one engine that keeps its keys: before each variant's jobs the live
     knobs (gpu_channel_capacity, ...) and the between-jobs policies (permit_release, dealloc)
     are set, and the variant's jobs run to the end before the next. At a 32 GiB sector this
     makes the device key once, not once per variant: one warm-up job first makes or loads the
-    keys and is no variant's row. Each row is computed from the events of its own stretch of
-    the one session (the session's start, then what follows the previous variant's last proof
-    up to its own last one); with a recording, the one session file."""
+    keys and is no variant's row (its numbers come back apart, as the third value: the first
+    job's time, key included). Each row is computed from the events of its own stretch of the
+    one session (the session's start, then what follows the previous variant's last proof up to
+    its own last one); with a recording, the one session file."""
     from engine.c2.job import config_job
     from engine.config import KNOBS, POLICIES
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
 
     cfg = b.config()
     if cfg is None:
-        return 2, []
-    bad = sorted({k for _, over in variants for k in over} - set(KNOBS) - set(POLICIES))
+        return 2, [], None
+    bad = sorted({k for v in variants for k in v.overrides} - set(KNOBS) - set(POLICIES))
     if bad:
         say(error_line(f"sealtop {VERB}", f"{', '.join(bad)} cannot change within one engine"))
-        return 2, []
+        return 2, [], None
     try:
         circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
     except PresetError as exc:
         say(error_line(f"sealtop {VERB}", str(exc)))
-        return 2, []
-    owned: list[tuple[str, dict[str, Any], list[int]]] = []
+        return 2, [], None
+    owned: list[tuple[Variant, list[int]]] = []
     progress = _SaidJobs(sys.stderr)
 
     def plan(eng: Any) -> None:
@@ -284,68 +296,75 @@ def _bench_rows_one_engine(b: Bench, variants: list[tuple[str, dict[str, Any]]]
         while not eng.wait_idle(0.5):
             pass
         seed = cfg.seed + 1
-        for label, over in variants:
+        for v in variants:
             if signals.received():
                 break
             progress.wait_for(ids)  # the last stretch's lines go out above this header
-            say(f"--- {label} (same engine)")
-            for name, value in over.items():
+            say(f"--- {v.label} (same engine)")
+            for name, value in v.overrides.items():
                 (eng.set_knob if name in KNOBS else eng.set_policy)(name, value, "config")
-            ids = [eng.submit(config_job(cfg, seed + i)) for i in range(b.jobs)]
-            seed += b.jobs
-            owned.append((label, over, ids))
+            n = v.jobs or b.jobs
+            ids = [eng.submit(config_job(cfg, seed + i)) for i in range(n)]
+            seed += n
+            owned.append((v, ids))
             while not eng.wait_idle(0.5):
                 pass
 
-    code, events = run_engine(cfg, 1 + b.jobs * len(variants), b.record, progress=progress,  # type: ignore[arg-type]
+    total = 1 + sum(v.jobs or b.jobs for v in variants)
+    code, events = run_engine(cfg, total, b.record, progress=progress,  # type: ignore[arg-type]
                               watch=b.watch, plan=plan, verb=VERB)
     start = [e for e in events if e["kind"] == "session_start"]
     rows: list[dict[str, Any]] = []
+    per_part = circuit.partition_bytes(cfg.abc_eval)
     warm = min((e["job"] for e in events if e["kind"] == "job_submitted"), default=None)
     after = max((e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") == warm),
                 default=float("-inf"))
-    for label, over, ids in owned:
+    warm_row = None
+    if warm is not None and after > float("-inf"):
+        warm_row = _row("warm-up", {}, code, start + [e for e in events if e["t"] <= after and e["kind"] != "session_start"
+                                                     and ("job" not in e or e["job"] == warm)], per_part)
+    for v, ids in owned:
         mine = set(ids)
         ends = [e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") in mine]
         until = max(ends, default=float("inf"))
         stretch = start + [e for e in events if after < e["t"] <= until
                            and e["kind"] != "session_start"
                            and ("job" not in e or e["job"] in mine)]
-        rows.append(_row(label, over, code, stretch, circuit.partition_bytes(cfg.abc_eval)))
+        rows.append(_row(v.label, v.overrides, code, stretch, per_part))
         after = until
-    return code, rows
+    return code, rows, warm_row
 
 
-def _bench_rows(b: Bench, variants: list[tuple[str, dict[str, Any]]]) -> tuple[int, list[dict]]:
-    """Run one pipeline per variant (label, overrides on top of ``b``'s); rows of the numbers
-    benchmarks report. With a recording, each variant's events go to their own session file
-    (see variant_path). ``b.watch`` applies to each variant's run in turn (one engine at a
-    time)."""
+def _bench_rows(b: Bench, variants: list[Variant]) -> tuple[int, list[dict], dict | None]:
+    """Run one pipeline per variant (its overrides on top of ``b``'s); rows of the numbers
+    benchmarks report (and no warm-up: each engine makes or loads its own keys). With a
+    recording, each variant's events go to their own session file (see variant_path).
+    ``b.watch`` applies to each variant's run in turn (one engine at a time)."""
     from engine.pipeline.circuits import PresetError, circuit_cache_dir, resolve
 
     cfg0 = b.config()
     if cfg0 is None:
-        return 2, []
+        return 2, [], None
     rows: list[dict[str, Any]] = []
     worst = 0
-    for label, over in variants:
+    for v in variants:
         if signals.received():  # a stop signal ended the last variant: run no more
             break
-        cfg = dataclasses.replace(cfg0, **over)
+        cfg = dataclasses.replace(cfg0, **v.overrides)
         try:
             circuit = resolve(b.preset, circuit_cache_dir(cfg.param_cache_path()))
         except PresetError as exc:
             say(error_line(f"sealtop {VERB}", str(exc)))
-            return 2, rows
-        say(f"--- {label}")
-        code, events = run_engine(cfg, b.jobs,
-                                  variant_path(b.record, label) if b.record else None,
+            return 2, rows, None
+        say(f"--- {v.label}")
+        code, events = run_engine(cfg, v.jobs or b.jobs,
+                                  variant_path(b.record, v.label) if b.record else None,
                                   watch=b.watch, verb=VERB)
         worst = max(worst, code)
         if not events:
-            return code, rows
-        rows.append(_row(label, over, code, events, circuit.partition_bytes(cfg.abc_eval)))
-    return worst, rows
+            return code, rows, None
+        rows.append(_row(v.label, v.overrides, code, events, circuit.partition_bytes(cfg.abc_eval)))
+    return worst, rows, None
 
 
 def variant_path(record: str, label: str) -> str:
@@ -359,42 +378,59 @@ def variant_path(record: str, label: str) -> str:
 
 
 def _print_rows(rows: list[dict]) -> None:
-    """The comparison table: one row per variant, seconds per proof and milliseconds."""
-    head = ["variant", "s/proof", "steady", "peak mem", "peak shm", "wrapper ms", "kernels ms",
-            "dealloc ms", "verified"]
-    body = []
-    for r in rows:
-        spp = "-" if r["s_per_proof"] is None else f"{r['s_per_proof']:.3f}"
-        steady = "-" if r.get("steady_s_per_proof") is None else f"{r['steady_s_per_proof']:.3f}"
-        body.append([r["variant"], spp, steady, fmt_bytes(r["peak_total"]), fmt_bytes(r["peak_shm"]),
-                     f"{r['mean_wrapper_ms']:.1f}", f"{r['mean_kernel_ms']:.1f}",
-                     f"{r['mean_dealloc_ms']:.2f}", str(r["jobs_verified"])])
+    """The comparison table: one row per variant, seconds per proof (a partition's) and per
+    job, and milliseconds."""
+    head = ["variant", "jobs", "s/proof", "steady", "s/job", "peak mem", "peak shm", "wrapper ms",
+            "kernels ms", "dealloc ms", "verified"]
+
+    def secs(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    body = [[r["variant"], str(r["jobs"]), secs(r["s_per_proof"]), secs(r.get("steady_s_per_proof")),
+             secs(r.get("s_per_job")), fmt_bytes(r["peak_total"]), fmt_bytes(r["peak_shm"]),
+             f"{r['mean_wrapper_ms']:.1f}", f"{r['mean_kernel_ms']:.1f}", f"{r['mean_dealloc_ms']:.2f}",
+             str(r["jobs_verified"])] for r in rows]
     print("\n".join(table(head, body, left=1, rule=True)))
 
 
-def bench_matrix(kind: str, b: Bench) -> int:
-    """The comparison tables, each a set of pipeline runs:
+def matrix_variants(kind: str, b: Bench) -> list[Variant] | None:
+    """A comparison's rows, or None for a kind there is none of:
 
     * ``cuzk``: gpu_channel_capacity {1, partition_workers} × permit_release {delivered,
       synthesized}: peak memory and seconds per proof (the cuzk lesson);
-    * ``dealloc``: dealloc sync against async: how much the wrapper time grows.
+    * ``dealloc``: dealloc sync against async: how much the wrapper time grows;
+    * ``lone``: the --jobs jobs submitted together (the steady rate), then one job alone (its
+      time from submission to the verified proof). With --one-engine both run on the keys the
+      warm-up job made, and the warm-up is the first job's time, key included: the three
+      figures an operator asks of a machine, for one making of the key.
     """
     workers = int(b.overrides.get("partition_workers", EngineConfig().partition_workers))
     if kind == "cuzk":
-        variants = [
-            (f"capacity={cap} permit={pr}", {"gpu_channel_capacity": cap, "permit_release": pr})
-            for cap in sorted({1, workers})
-            for pr in ("delivered", "synthesized")
-        ]
-    elif kind == "dealloc":
-        variants = [(f"dealloc={m}", {"dealloc": m}) for m in ("async", "sync")]
-    else:
-        say(error_line(f"sealtop {VERB}", f"unknown comparison {kind!r} (choose cuzk or dealloc)"))
+        return [Variant(f"capacity={cap} permit={pr}", {"gpu_channel_capacity": cap, "permit_release": pr})
+                for cap in sorted({1, workers}) for pr in ("delivered", "synthesized")]
+    if kind == "dealloc":
+        return [Variant(f"dealloc={m}", {"dealloc": m}) for m in ("async", "sync")]
+    if kind == "lone":
+        return [Variant(f"{b.jobs} jobs at once"), Variant("one job alone", jobs=1)]
+    return None
+
+
+def bench_matrix(kind: str, b: Bench) -> int:
+    """A comparison table (see :func:`matrix_variants`): its pipeline runs, one table, and the
+    rows (and the warm-up's, in one engine) in the JSON report."""
+    variants = matrix_variants(kind, b)
+    if variants is None:
+        say(error_line(f"sealtop {VERB}", f"unknown comparison {kind!r} (choose cuzk, dealloc or lone)"))
         return 2
-    code, rows = (_bench_rows_one_engine if b.one_engine else _bench_rows)(b, variants)
+    code, rows, warm = (_bench_rows_one_engine if b.one_engine else _bench_rows)(b, variants)
     if rows:
-        print(f"{kind} comparison, preset {b.preset}, {b.jobs} job(s) per variant")
+        print(f"{kind} comparison, preset {b.preset}")
         _print_rows(rows)
+    if warm is not None and warm.get("s_per_job") is not None:
+        print(f"warm-up job (makes or loads the keys): {warm['s_per_job']:.2f} s from its submission to its verified proof")
     if b.json_out and rows:
-        write_report(b.json_out, {"kind": kind, "preset": b.preset, "jobs": b.jobs, "rows": rows})
+        report: dict[str, Any] = {"kind": kind, "preset": b.preset, "jobs": b.jobs, "rows": rows}
+        if warm is not None:
+            report["warm_up"] = warm
+        write_report(b.json_out, report)
     return code
