@@ -19,6 +19,12 @@ def params(tmp_path_factory):
     return str(tmp_path_factory.mktemp("params"))
 
 
+def cpu_overrides(params: str, **extra) -> dict:
+    """A bench's settings for a two-partition run on the CPU backend, fast sampling."""
+    return {"backend": "cpu", "devices": [], "param_cache": params, "partitions": 2,
+            "sample_interval_s": 0.05, **extra}
+
+
 def write_config(tmp_path, params, **extra) -> str:
     lines = [
         "[engine]",
@@ -119,8 +125,7 @@ def test_bench_matrix_dealloc(tmp_path, params, capsys):
     rec = tmp_path / "runs.jsonl"
     code = bench_matrix("dealloc", Bench(
         "chain-256", 1, str(out),
-        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 2,
-                   "sample_interval_s": 0.05}, record=str(rec)))
+        overrides=cpu_overrides(params), record=str(rec)))
     assert code == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["variant"] for r in rows] == ["dealloc=async", "dealloc=sync"]
@@ -145,9 +150,7 @@ def test_bench_matrix_in_one_engine_keeps_its_keys(tmp_path, params, capsys):
     out, rec = tmp_path / "m.json", tmp_path / "one.jsonl"
     code = bench_matrix("cuzk", Bench(
         "chain-256", 1, str(out),
-        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 2,
-                   "partition_workers": 2, "sample_interval_s": 0.05},
-        record=str(rec), one_engine=True))
+        overrides=cpu_overrides(params, partition_workers=2), record=str(rec), one_engine=True))
     assert code == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["variant"] for r in rows] == [
@@ -183,9 +186,7 @@ def test_bench_matrix_lone_in_one_engine_times_the_steady_run_the_lone_job_and_t
     out, rec = tmp_path / "lone.json", tmp_path / "lone.jsonl"
     code = bench_matrix("lone", Bench(
         "chain-256", 2, str(out),
-        overrides={"backend": "cpu", "devices": [], "param_cache": params, "partitions": 2,
-                   "partition_workers": 2, "sample_interval_s": 0.05},
-        record=str(rec), one_engine=True))
+        overrides=cpu_overrides(params, partition_workers=2), record=str(rec), one_engine=True))
     assert code == 0
     rep = json.loads(out.read_text())
     rows = rep["rows"]
