@@ -319,18 +319,20 @@ def _bench_rows_one_engine(b: Bench, variants: list[Variant]) -> tuple[int, list
     warm = min((e["job"] for e in events if e["kind"] == "job_submitted"), default=None)
     after = max((e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") == warm),
                 default=float("-inf"))
+
+    def stretch(mine: set[int], lo: float, hi: float) -> list[dict]:
+        """The session's start, then its events in (lo, hi] that belong to no other job."""
+        return start + [e for e in events if lo < e["t"] <= hi and e["kind"] != "session_start"
+                        and ("job" not in e or e["job"] in mine)]
+
     warm_row = None
     if warm is not None and after > float("-inf"):
-        warm_row = _row("warm-up", {}, code, start + [e for e in events if e["t"] <= after and e["kind"] != "session_start"
-                                                     and ("job" not in e or e["job"] == warm)], per_part)
+        warm_row = _row("warm-up", {}, code, stretch({warm}, float("-inf"), after), per_part)
     for v, ids in owned:
         mine = set(ids)
         ends = [e["t"] for e in events if e["kind"] == "proof_done" and e.get("job") in mine]
         until = max(ends, default=float("inf"))
-        stretch = start + [e for e in events if after < e["t"] <= until
-                           and e["kind"] != "session_start"
-                           and ("job" not in e or e["job"] in mine)]
-        rows.append(_row(v.label, v.overrides, code, stretch, per_part))
+        rows.append(_row(v.label, v.overrides, code, stretch(mine, after, until), per_part))
         after = until
     return code, rows, warm_row
 
