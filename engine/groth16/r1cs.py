@@ -148,10 +148,16 @@ class R1CS(ThreeMatrices):
         h.update(b"sealtop-r1cs-v1")
         h.update(np.array([self.num_inputs, self.num_aux, self.num_constraints], "<i8").tobytes())
         for m in (self.A, self.B, self.C):
-            h.update(np.ascontiguousarray(m.indptr, "<i8").tobytes())
-            h.update(np.ascontiguousarray(m.indices, "<i4").tobytes())
-            h.update(np.ascontiguousarray(m.data, "<u8").tobytes())
+            h.update(_buffer(m.indptr, "<i8"))
+            h.update(_buffer(m.indices, "<i4"))
+            h.update(_buffer(m.data, "<u8"))
         return h.digest()
+
+
+def _buffer(a: np.ndarray, dtype: str) -> memoryview:
+    """``a``'s bytes in ``dtype``'s layout: its own buffer where it has that layout already (as
+    built or loaded, always), so that hashing porep-32g's matrices copies none of their 31 GB."""
+    return np.ascontiguousarray(a, dtype).data
 
 
 def _append_rows(m: CSR, rows: list[list[tuple[int, np.ndarray]]]) -> CSR:
