@@ -115,7 +115,7 @@ class EvalPlan:
 
 def eval_plan(r: R1CS) -> EvalPlan:
     """The circuit's coefficient tags. When the matrices are memory-mapped from a circuit cache
-    entry (engine.circuit.builder.load_shape), the tags are kept in that entry too and mapped:
+    entry (engine.circuit.cache.load_shape), the tags are kept in that entry too and mapped:
     every synthesis worker then shares one copy in the page cache (1 B per nonzero: 0.72 GiB of
     anonymous memory per worker at porep-32g otherwise) and only the first process ever makes
     them."""

@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.circuit.bits import add_words, and_, ch, maj, pack, unpack, xor
-from engine.circuit.builder import CircuitBuilder, CircuitShape, Stage, load_shape, save_shape
+from engine.circuit.builder import CircuitBuilder, CircuitShape, Stage
+from engine.circuit.cache import load_shape, save_shape
 from engine.circuit.check import unsatisfied_rows_py
 from engine.circuit.template import ONE, OP_LIN, OP_MUL, Bit, Template, Tracer, var
 from engine.circuit.witness import fill_inputs, witness_numba, witness_python

@@ -23,7 +23,8 @@ from engine.c2.assign import Partition, SourcePlan, assign, assign_mont, compile
 from engine.c2.cs import PRIVATE, Source
 from engine.c2.public import Statement, public_inputs
 from engine.c2.stacked import synthesize
-from engine.circuit.builder import CircuitShape, cached_build
+from engine.circuit.builder import CircuitShape
+from engine.circuit.cache import cached_build
 from engine.circuit.witness import fill_inputs, witness_numba
 from engine.seal.circuit_count import StackedShape
 from engine.seal.registry import SealProof

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from engine.circuit.bits import unpack
-from engine.circuit.builder import CircuitBuilder, CircuitShape, cached_build
+from engine.circuit.builder import CircuitBuilder, CircuitShape
+from engine.circuit.cache import cached_build
 from engine.circuit.merkle import (
     eq_template,
     poseidon_level_template,

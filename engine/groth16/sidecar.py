@@ -1,6 +1,6 @@
 """Arrays derived from a circuit's matrices, kept beside them in the circuit's cache entry.
 
-A circuit cache entry (engine.circuit.builder.save_shape) holds each CSR array as a .npy file
+A circuit cache entry (engine.circuit.cache.save_shape) holds each CSR array as a .npy file
 that every process memory-maps; nothing changes them once the entry is written. What is derived
 from them once per circuit and read by every later process (the compact form's coefficient
 indices, engine/groth16/compact.py) is worth keeping there too: at porep-32g making it is one

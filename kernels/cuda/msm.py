@@ -60,9 +60,10 @@ from kernels.cuda.stream import settle, side_stream, to_host
 # serially by one thread (kernels/cuda/msm_tree.py: why).
 HEAVY_ITEMS = 32
 # A sort into runs with no run over FOLD_ITEMS work items takes the fold path (no heavy buckets:
-# the prefold's one thread a multi-item bucket sums them). Short rounds' items cut the top
-# window's runs into up to ~50 at 2^26 (items of 48); with the bound at 32 those MSMs took the
-# bucket-sum pass instead (H100, 2026-12-05: 2^25 in items of 32, 211.1 ms against 206.9 folded).
+# the prefold's one thread a multi-item bucket sums them). The rounds' short items cut the top
+# window's runs into many (~50 at 2^26 in the items of 48 the plan once took); with the bound at 32
+# those MSMs took the bucket-sum pass instead (H100, 2026-12-05: 2^25 in items of 32, 211.1 ms
+# against 206.9 folded).
 FOLD_ITEMS = 64
 # Combine the windows on the host (kernels/cuda/finish.py) rather than in one GPU thread.
 HOST_FINISH = True
@@ -88,8 +89,8 @@ SORT_BY_WINDOW_BUCKETS = 1 << 21
 # "batch" (batch-affine additions with one inversion per block step, about 6M each:
 # msm/batch_affine.cuh), "rounds" (batch-affine, one inversion per round shared by the whole grid:
 # kernels/cuda/msm_rounds.py; "rounds3" the same with the round's pass split in two kernels) or
-# "auto" (rounds from ROUNDS_MIN entries on, and in short items where msm_layout.rounds_length
-# gives G1 tails of 2^23 to 2^26 scalars them; XYZZ below). SEALTOP_MSM_ACC sets it per process;
+# "auto" (rounds from ROUNDS_MIN entries on, and for G1 tails of 2^23 to 2^26 scalars in items of
+# msm_layout.rounds_length; XYZZ elsewhere). SEALTOP_MSM_ACC sets it per process;
 # the msm() argument `accumulate` per call.
 # Measured on the H200 (2026-12-04, G1 over an endomorphism table, GLV split, window 22, 2^28
 # entries): accumulation XYZZ 648.9 ms, rounds 504.4 (item length 151), rounds with items of 256
