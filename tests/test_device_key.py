@@ -13,15 +13,16 @@ import secrets
 import shutil
 from collections import namedtuple
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from engine_events import drain
 from engine_faults import signal_worker_at
 
-from engine.groth16 import examples
+from engine.groth16 import compact, examples
 from engine.groth16.keyfile import SECTIONS, KeyRoomError, key_file_size, room_needed
-from engine.groth16.setup import BIG_SECTIONS, INSECURE_LABEL, device_setup, setup
+from engine.groth16.setup import BIG_SECTIONS, INSECURE_LABEL, device_key, device_setup, setup
 from engine.pipeline import proving
 from engine.pipeline.circuits import resolve
 from kernels.backend import get_backend
@@ -63,7 +64,7 @@ def _no_setup(monkeypatch) -> None:
 
 
 def _need(circuit, slots: int = 1) -> int:
-    key, per = proving.device_bytes(circuit.r1cs, slots)
+    key, per = proving.device_bytes(circuit.r1cs, slots, kept=proving.kept_rows(circuit.r1cs))
     return key + per + proving.DEVICE_ALLOWANCE
 
 
@@ -115,13 +116,59 @@ def test_room_or_a_stored_key_keeps_the_key_file(tmp_path: Path, monkeypatch) ->
         proving.key_source(circuit, tmp_path / "other", "cpu")
 
 
+# Filecoin's porep-32g circuit as the H200 run printed it (130,278,869 constraints, 130,170,221
+# variables, 328 public inputs, 778,384,803 nonzeros) and B's used variables as a pipeline traced
+# them (33,112,282; scripts/msm_profile.py)
+PorepShape = namedtuple("PorepShape", "num_inputs num_aux num_constraints num_vars nnz")
+POREP_32G = PorepShape(328, 130_170_221 - 328, 130_278_869, 130_170_221, 778_384_803)
+POREP_32G_KEPT = {"b_g1": 33_112_282, "b_g2": 33_112_282}
+
+
 def test_device_bytes_at_porep_32g_are_the_plans() -> None:
-    shape = namedtuple("Shape", "num_inputs num_aux num_constraints num_vars")(274, 130_104_873, 130_987_381, 130_105_147)
-    key, slot = proving.device_bytes(shape, 1)  # type: ignore[arg-type]
-    # docs/PLAN-32G.md's 75,335,373,216 and the file's page alignment, plus H's GLV images
-    assert key == 75_335_409_664 + 96 * ((1 << 27) - 1)
-    assert slot == 4_163_364_704 + 12_574_788_576 + 2 * 3 * 32 * (1 << 27)
-    assert proving.device_bytes(shape, 2)[1] == 2 * slot  # type: ignore[arg-type]
+    """The key as device_key makes it (B's used rows alone), the compact matrices beside it, and
+    a call's working set of z and five domain vectors: one slot fits an 80 GB card, not a 48 GB
+    one; the full sections (no kept rows) are docs/PLAN-32G.md's 70 GiB."""
+    r, n = POREP_32G, 1 << 27
+    key, slot = proving.device_bytes(r, 1, kept=POREP_32G_KEPT)  # type: ignore[arg-type]
+    points = 96 * (r.num_vars + r.num_aux + n - 1) + (96 + 192) * 33_112_282  # A, L, H; B1, B2
+    singles = 96 * r.num_inputs + 3 * 96 + 3 * 192
+    assert key == points + singles + compact.resident_bytes_bound(r)  # type: ignore[arg-type]
+    assert slot == 32 * r.num_vars + 5 * 32 * n
+    assert 44 << 30 < points < 45 << 30 and 23 << 30 < slot < 24 << 30
+    full, _ = proving.device_bytes(r, 1)  # type: ignore[arg-type]
+    assert full - key == (96 + 192) * (r.num_vars - 33_112_282)
+    assert proving.device_bytes(r, 2, kept=POREP_32G_KEPT)[1] == 2 * slot  # type: ignore[arg-type]
+    need = key + slot + proving.DEVICE_ALLOWANCE
+    circuit = SimpleNamespace(name="porep-32g", r1cs=r)
+    h100_free = (81_559 - 600) << 20  # an H100 80GB HBM3: 81,559 MiB, the context's share off
+    proving.check_device_room(circuit, [0], 1, lambda _d: h100_free, kept=POREP_32G_KEPT)
+    assert need <= h100_free
+    with pytest.raises(KeyRoomError, match="GPU 0 cannot hold"):
+        proving.check_device_room(circuit, [0], 1, lambda _d: 48 << 30, kept=POREP_32G_KEPT)
+
+
+def test_kept_rows_count_the_variables_a_and_b_use() -> None:
+    """kept_rows: the columns of B that hold an entry (bellman's density of B), for B1 and B2
+    alike; A and L whole where (nearly) every variable is used. device_key keeps no more."""
+    from engine.groth16.bellman import query_density
+
+    circuit = resolve(PRESET)
+    r = circuit.r1cs
+    kept = proving.kept_rows(r)
+    dens = query_density(r)
+    assert kept["b_g1"] == kept["b_g2"] == dens.count("b") < 0.9 * r.num_vars
+    assert ("a" in kept) == (dens.count("a") < 0.9 * r.num_vars)
+    cpu = get_backend("cpu")
+    seed = secrets.token_hex(4)
+    made = device_key(r, seed, cpu)
+    assert {k: len(v) for k, v in made.kept.items()} == kept
+    full = setup(r, seed, cpu)  # the same key with every row: the kept ones are its finite points
+    for name in BIG_SECTIONS:
+        want = getattr(full, name)
+        if name in made.kept:
+            assert np.array_equal(made.kept[name], np.flatnonzero(want.any(axis=1))), name
+            want = want[made.kept[name]]
+        assert np.array_equal(getattr(made.pk, name), want), name
 
 
 def test_make_device_key_proves_like_the_key_file(tmp_path: Path) -> None:
@@ -170,12 +217,8 @@ def test_make_device_key_proves_like_the_key_file(tmp_path: Path) -> None:
 def test_the_porep_32g_sample_config_follows_the_plan() -> None:
     """sample-configs/porep-32g-h200.toml: two slots taking turns at the GPU, B2 on the GPU, a
     memory budget that holds 4 partitions of porep-32g (z + a + b + c from its counts) but not a
-    fifth; the device-made key and the slots fit an H200 as the config shares it, and would not
-    with the two slots' calls at once."""
-    from types import SimpleNamespace
-
+    fifth; the device-made key and the slots fit an H200 as the config shares it."""
     from engine.config import load_config
-    from engine.groth16.keyfile import KeyRoomError
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "sample-configs" / "porep-32g-h200.toml")
     part = (3 * 130_987_381 + 130_105_147) * 32  # docs/PLAN-32G.md: 16,738,153,280
@@ -183,15 +226,15 @@ def test_the_porep_32g_sample_config_follows_the_plan() -> None:
         "cuda", 2, "serial", "gpu", 2)
     assert 4 * part <= cfg.memory_budget < 5 * part
     assert cfg.preset == "porep-32g" and cfg.partitions == 10
-    # Filecoin's circuit as the H200 run printed it: 130,278,869 constraints, 130,170,221
-    # variables, 328 public inputs; the H200's free memory before the key (143,771 MiB total)
-    r1 = SimpleNamespace(num_inputs=328, num_aux=130_170_221 - 328, num_constraints=130_278_869,
-                         num_vars=130_170_221)
-    circuit = SimpleNamespace(name="porep-32g", r1cs=r1)
+    # Filecoin's circuit, the H200's free memory before the key (143,771 MiB total): two slots
+    # taking turns fit with room to spare for H's GLV images and the pair tables (32 GiB left
+    # after each, kernels/cuda/pairs.py)
+    circuit = SimpleNamespace(name="porep-32g", r1cs=POREP_32G)
     h200_free = (143_771 - 600) << 20
-    proving.check_device_room(circuit, [0], cfg.gpu_slots_per_device, lambda _d: h200_free, cfg.gpu_calls)
-    with pytest.raises(KeyRoomError, match="GPU 0 cannot hold"):
-        proving.check_device_room(circuit, [0], cfg.gpu_slots_per_device, lambda _d: h200_free, "parallel")
+    key, slots = proving.device_bytes(POREP_32G, 2, cfg.gpu_calls, None, POREP_32G_KEPT)  # type: ignore[arg-type]
+    proving.check_device_room(circuit, [0], cfg.gpu_slots_per_device, lambda _d: h200_free, cfg.gpu_calls,
+                              POREP_32G_KEPT)
+    assert h200_free - key - slots > 32 << 30
 
 
 def test_the_engine_regenerates_a_device_key_after_its_prover_dies(tmp_path: Path, monkeypatch) -> None:

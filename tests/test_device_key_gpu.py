@@ -28,7 +28,7 @@ def test_device_key_equals_setup_key_file_and_proves(preset: str, tmp_path: Path
 
     from engine.groth16.keyfile import SECTIONS, load_proving_key, save_proving_key
     from engine.groth16.prove import prove
-    from engine.groth16.setup import BIG_SECTIONS, INSECURE_LABEL, device_setup, setup
+    from engine.groth16.setup import BIG_SECTIONS, INSECURE_LABEL, device_key, device_setup, setup
     from engine.groth16.verify import verify
     from engine.groth16.vkey import verifying_key
     from engine.pipeline.circuits import circuit_cache_dir, resolve
@@ -68,6 +68,16 @@ def test_device_key_equals_setup_key_file_and_proves(preset: str, tmp_path: Path
     tampered = bytearray(proof_dev)
     tampered[100] ^= 0x01
     assert not verify(vk, public, bytes(tampered))
+    del dev
+    # as a prover makes it: the sparse sections' finite points alone, the others whole
+    made = device_key(circuit.r1cs, seed, gpu)
+    assert made.kept, "no sparse section"
+    for name in BIG_SECTIONS:
+        want = getattr(filed, name)
+        if name in made.kept:
+            assert np.array_equal(made.kept[name], np.flatnonzero(want.any(axis=1))), name
+            want = want[made.kept[name]]
+        assert np.array_equal(cp.asnumpy(getattr(made.pk, name)), want), name
 
 
 def test_engine_prover_generates_its_key_on_the_device_and_again_after_a_death(tmp_path: Path, monkeypatch) -> None:

@@ -299,7 +299,8 @@ def test_serial_counts_one_working_set_and_the_waiting_witnesses() -> None:
 
 def test_a_gpu_with_room_for_serial_slots_refuses_parallel_ones() -> None:
     circuit = resolve("tiny")
-    key, ser = proving.device_bytes(circuit.r1cs, 2, "serial", proving.waiting_bytes(circuit))
+    key, ser = proving.device_bytes(circuit.r1cs, 2, "serial", proving.waiting_bytes(circuit),
+                                    proving.kept_rows(circuit.r1cs))
     free = key + ser + proving.DEVICE_ALLOWANCE
     proving.check_device_room(circuit, [0, 1], 2, lambda _d: free, gpu_calls="serial")
     with pytest.raises(KeyRoomError, match=r"^GPU 0 cannot hold .* 2 slot\(s\), parallel calls"):

@@ -137,9 +137,11 @@ class ProvingKey:
             "h": self.domain_size - 1,
         }
 
-    def check(self) -> None:
-        """Raise KeyFileError unless every section has the shape the circuit shape implies."""
-        for name, rows in self.expected_rows().items():
+    def check(self, kept: dict[str, int] | None = None) -> None:
+        """Raise KeyFileError unless every section has the shape the circuit shape implies
+        (``kept``: the sections that hold only their used rows, and how many: a device-made
+        key's, engine.groth16.setup.device_key)."""
+        for name, rows in (self.expected_rows() | (kept or {})).items():
             arr = getattr(self, name)
             if arr.shape != (rows, SECTIONS[name]) or arr.dtype != np.uint64:
                 raise KeyFileError(

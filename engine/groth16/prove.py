@@ -31,7 +31,7 @@ from engine.groth16.examples import ONE_MONT, check_evaluations, check_witness
 from engine.groth16.keyfile import ProvingKey
 from engine.groth16.r1cs import R1CS
 from engine.groth16.serialize import encode_proof_rows
-from engine.groth16.setup import BIG_SECTIONS
+from engine.groth16.setup import BIG_SECTIONS, DENSE_ENOUGH
 from engine.groth16.sparse import matvec
 
 # Kernel groups of prove_start, timed on the backend's own timeline (CUDA events on a GPU):
@@ -133,7 +133,7 @@ class Query:
         return s if self.index is None else s[self.index]
 
 
-def _query(table: Any, backend: Backend, dense_enough: float = 0.9, endo: bool = False,
+def _query(table: Any, backend: Backend, dense_enough: float = DENSE_ENOUGH, endo: bool = False,
            pairs: bool = False) -> Query:
     """The table's query; ``table`` is a host array or, for a key made in device memory, a device
     array (the kept rows are then found and gathered where it lives: one module's methods)."""
@@ -144,11 +144,16 @@ def _query(table: Any, backend: Backend, dense_enough: float = 0.9, endo: bool =
     return Query(backend.resident(table[keep], endo=endo, pairs=pairs), backend.place(keep), len(table))
 
 
-def resident_table(pk: ProvingKey, section: str, backend: Backend) -> Query:
+def resident_table(pk: ProvingKey, section: str, backend: Backend, kept: Any | None = None) -> Query:
     """One of the key's queries placed where the backend's MSMs run. H's scalars are full-length
     field elements, so its table is made ready for the GLV split; the others' are the witness,
-    mostly 0 and 1, so a backend may keep their pairs' sums."""
-    return _query(getattr(pk, section), backend, endo=section == "h", pairs=section != "h")
+    mostly 0 and 1, so a backend may keep their pairs' sums. ``kept``: the section holds only
+    these rows already (engine.groth16.setup.device_key), the rest at infinity."""
+    endo, pairs = section == "h", section != "h"
+    if kept is not None:
+        points = backend.resident(getattr(pk, section), endo=endo, pairs=pairs)
+        return Query(points, backend.place(kept), pk.expected_rows()[section])
+    return _query(getattr(pk, section), backend, endo=endo, pairs=pairs)
 
 
 def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:

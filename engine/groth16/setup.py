@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,9 @@ from kernels.cpu.convert import g1_to_storage, g2_to_storage, to_mont_fr
 
 INSECURE_LABEL = "INSECURE TEST PARAMETERS"
 BIG_SECTIONS = ("h", "a", "b_g1", "b_g2", "l")  # the order device_setup makes them in
+# A query keeps all its rows when at least this share of them are used (its points not at
+# infinity): the MSMs then read it whole, with no row index (engine.groth16.prove).
+DENSE_ENOUGH = 0.9
 
 
 def _secret(seed: bytes, label: str, counter: int = 0) -> int:
@@ -144,6 +148,18 @@ def setup(
     return pk
 
 
+@dataclass(frozen=True)
+class DeviceKey:
+    """:func:`device_key`'s result: the key, its sparse sections holding only their used rows.
+
+    ``kept`` maps each such section (fewer than DENSE_ENOUGH of its rows used; at porep-32g B
+    in G1 and G2, 33 M of 130 M variables) to the numbers of the rows it holds; the points of the
+    others (scalar 0, so at infinity) were never made. Every other section is whole."""
+
+    pk: ProvingKey
+    kept: dict[str, np.ndarray]
+
+
 def device_setup(
     r1cs: R1CS,
     seed: bytes | str | int,
@@ -158,6 +174,33 @@ def device_setup(
     Progress: one line per host phase and per section with its time on the device (CUDA events
     around the section's kernels; the kernels of one section run while the host computes the
     next section's scalars, so a section's line comes once the next host phase is done)."""
+    made = _device_key(r1cs, seed, backend, progress, dense_enough=None)
+    made.pk.check()
+    return made.pk
+
+
+def device_key(
+    r1cs: R1CS,
+    seed: bytes | str | int,
+    backend: Backend,
+    progress: Callable[[str], None] | None = None,
+) -> DeviceKey:
+    """:func:`device_setup`'s key as a prover holds it: a sparse section's points at infinity
+    are never made (their scalars are 0), so the card holds the points the MSMs read and no
+    full section beside them (at porep-32g 44 GiB against 70; B's fixed-base multiplications
+    on a quarter of the rows)."""
+    made = _device_key(r1cs, seed, backend, progress, dense_enough=DENSE_ENOUGH)
+    made.pk.check({k: len(v) for k, v in made.kept.items()})
+    return made
+
+
+def _device_key(
+    r1cs: R1CS,
+    seed: bytes | str | int,
+    backend: Backend,
+    progress: Callable[[str], None] | None,
+    dense_enough: float | None,
+) -> DeviceKey:
     say = progress or (lambda _msg: None)
     log_n = domain_log(r1cs.num_constraints)
     t0 = time.perf_counter()
@@ -169,7 +212,8 @@ def device_setup(
     g1 = g1_to_storage([G1_GEN])[0]
     g2 = g2_to_storage([G2_GEN])[0]
     sections: dict[str, Any] = _singles(t, backend)
-    pending: list[tuple[str, str, int, Any, Any]] = []
+    kept: dict[str, np.ndarray] = {}
+    pending: list[tuple[str, str, str, Any, Any]] = []
 
     def report() -> None:
         for name, group, rows, m0, m1 in pending:
@@ -184,16 +228,21 @@ def device_setup(
         if name == "ic":  # 274 points at porep-32g: the verifier's, kept on the host
             sections[name] = np.ascontiguousarray(backend.fixed_base_g1(g1, s), dtype=np.uint64).reshape(-1, 12)
             continue
+        rows = f"{len(s)}"
+        if dense_enough is not None:
+            used = np.flatnonzero(s.any(axis=1))  # a zero scalar's point is at infinity
+            if len(used) < dense_enough * len(s):
+                rows = f"{len(used)} used of {len(s)}"
+                kept[name], s = used, s[used]
         m0 = backend.mark()
         placed = backend.place(s)
         mul = backend.fixed_base_g1 if group == "g1" else backend.fixed_base_g2
         sections[name] = mul(g1 if group == "g1" else g2, placed)  # device in, device out
         del placed  # the device pool reuses it after the kernel, in stream order
-        pending.append((name, group, len(s), m0, backend.mark()))
+        pending.append((name, group, rows, m0, backend.mark()))
     del t
     report()
     pk = _key(r1cs, log_n, sections)
-    pk.check()
     say(f"{INSECURE_LABEL}: proving key ready in {backend.name} memory, "
         f"{pk.nbytes() / 2**30:.2f} GiB ({time.perf_counter() - t0:.2f} s)")
-    return pk
+    return DeviceKey(pk, kept)

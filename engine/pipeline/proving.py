@@ -312,22 +312,32 @@ def parse_device_source(source: str) -> DeviceSource | None:
 
 
 def device_bytes(r1cs: R1CS, slots: int = 1, gpu_calls: str = "parallel",
-                 waiting: int | None = None) -> tuple[int, int]:
+                 waiting: int | None = None, kept: dict[str, int] | None = None) -> tuple[int, int]:
     """(key bytes, bytes of the GPU's slots) a device-made key and its partitions hold on the
-    GPU: the key's sections (docs/PLAN-32G.md's 70.16 GiB at porep-32g) plus H's GLV images
-    (12 GiB there), and per call's working set z, the uploaded a, b, c and the H step's two
-    padded 3 x n batches (39.6 GiB at porep-32g). With gpu_calls = "parallel" every slot's call
-    runs at once: a working set per slot. With "serial" one call runs at a time: one working
-    set, plus per further slot what a slot waiting for its turn holds there, its uploaded
-    compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the bound of a
-    witness whose every value is general, engine.groth16.compact.WitnessLayout)."""
-    from engine.groth16.keyfile import key_file_size
+    GPU. The key: its sections as engine.groth16.setup.device_key makes them (``kept``: the rows
+    of each sparse one, :func:`kept_rows`; else every row: docs/PLAN-32G.md's 70.16 GiB at
+    porep-32g, 44 GiB with B's used rows alone) and the compact matrices resident beside it
+    (abc_eval = "gpu", at most engine.groth16.compact.resident_bytes_bound). Per call's working
+    set: z and five vectors of the domain's size, the larger of the H step's (padded a, b, c, h
+    and one uploaded vector with abc_eval = "cpu"; kernels/cuda/hstep.py) and H's MSM's (h and an
+    unsplit MSM's scalars, sorted entries and accumulators): 24 GiB at porep-32g. With gpu_calls = "parallel" every slot's
+    call runs at once: a working set per slot. With "serial" one call runs at a time: one
+    working set, plus per further slot what a slot waiting for its turn holds there, its
+    uploaded compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the bound of
+    a witness whose every value is general, engine.groth16.compact.WitnessLayout).
+    H's GLV images (and the split MSM's larger scratch) and the witness tables' pair sums are
+    not counted: the backend makes them only where they leave the calls their room
+    (kernels/cuda/backend.py, pairs.PAIRS_RESERVE)."""
+    from engine.groth16.compact import resident_bytes_bound
+    from engine.groth16.keyfile import SECTIONS
     from engine.groth16.qap import domain_log
 
     n = 1 << domain_log(r1cs.num_constraints)
-    # the key's sections, and H's endomorphism images beside its table (prove.resident_tables)
-    key = key_file_size(r1cs.num_inputs, r1cs.num_aux, r1cs.num_constraints) + 96 * (n - 1)
-    slot = 32 * r1cs.num_vars + 3 * 32 * r1cs.num_constraints + 2 * 3 * 32 * n
+    rows = {k: 1 for k in ("alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1", "delta_g2")}
+    rows |= {"ic": r1cs.num_inputs, "a": r1cs.num_vars, "b_g1": r1cs.num_vars, "b_g2": r1cs.num_vars,
+             "l": r1cs.num_aux, "h": n - 1} | (kept or {})
+    key = sum(8 * SECTIONS[k] * r for k, r in rows.items()) + resident_bytes_bound(r1cs)
+    slot = 32 * r1cs.num_vars + 5 * 32 * n
     slots = max(1, slots)
     if gpu_calls != "serial":
         return key, slot * slots
@@ -336,6 +346,22 @@ def device_bytes(r1cs: R1CS, slots: int = 1, gpu_calls: str = "parallel",
 
         waiting = WitnessLayout(r1cs.num_vars, r1cs.num_vars).nbytes
     return key, slot + waiting * (slots - 1)
+
+
+def kept_rows(r1cs: R1CS) -> dict[str, int]:
+    """The rows engine.groth16.setup.device_key keeps of each sparse section, at most: a variable
+    with an entry in A's (B's) columns counted as used. At porep-32g B uses 33 M of 130 M
+    variables, so B1 and B2 keep a quarter of their rows; A is dense (the whole section)."""
+    from engine.groth16.setup import DENSE_ENOUGH
+
+    out: dict[str, int] = {}
+    for m, sections in ((r1cs.A, ("a",)), (r1cs.B, ("b_g1", "b_g2"))):
+        used = np.zeros(r1cs.num_vars, bool)
+        used[np.asarray(m.indices)] = True
+        count = int(np.count_nonzero(used))
+        if count < DENSE_ENOUGH * r1cs.num_vars:
+            out |= {k: count for k in sections}
+    return out
 
 
 def waiting_bytes(circuit: Any) -> int:
@@ -365,15 +391,18 @@ def check_device_room(
     slots: int,
     probe: Callable[[int], int | None] | None = None,
     gpu_calls: str = "parallel",
+    kept: dict[str, int] | None = None,
 ) -> None:
     """Raise KeyRoomError (one line: the GPU, free vs needed bytes) unless every GPU in
     ``devices`` has room for ``circuit``'s device-made key, ``slots`` slots' buffers (as
-    ``gpu_calls`` shares the GPU among them, :func:`device_bytes`) and the allowance. A GPU whose
+    ``gpu_calls`` shares the GPU among them, :func:`device_bytes`; ``kept``: :func:`kept_rows`
+    of the circuit, when already counted) and the allowance. A GPU whose
     free memory cannot be read is not refused here (the prover checks again with the CUDA
     runtime's own figure before it makes the key)."""
     from engine.groth16.keyfile import KeyRoomError
 
-    key, per_slots = device_bytes(circuit.r1cs, slots, gpu_calls, waiting_bytes(circuit))
+    key, per_slots = device_bytes(circuit.r1cs, slots, gpu_calls, waiting_bytes(circuit),
+                                  kept if kept is not None else kept_rows(circuit.r1cs))
     need = key + per_slots + DEVICE_ALLOWANCE
     probe = probe or _nvml_free
     for d in devices:
@@ -454,7 +483,7 @@ def make_device_key(
     ``gpu_calls`` says, :func:`device_bytes`)."""
     from engine.groth16.keyfile import SECTIONS, KeyFileError, KeyRoomError
     from engine.groth16.prove import resident_table
-    from engine.groth16.setup import BIG_SECTIONS, device_setup
+    from engine.groth16.setup import BIG_SECTIONS, device_key
     from engine.groth16.vkey import verifying_key
     from engine.pipeline.circuits import resolve
 
@@ -473,21 +502,23 @@ def make_device_key(
         raise KeyFileError(f"the circuit of {src.preset} in {src.cache_dir} is another build "
                            f"(digest {digest8}, the engine's {src.digest8})")
     say(f"circuit digest {digest8}: the engine's ({time.perf_counter() - t0:.2f} s)")
-    key, per_slots = device_bytes(r, slots, gpu_calls, waiting_bytes(circuit))
+    key, per_slots = device_bytes(r, slots, gpu_calls, waiting_bytes(circuit), kept_rows(r))
     need = key + per_slots + DEVICE_ALLOWANCE
     free = device_free(backend)
     if free is not None and free < need:
         raise KeyRoomError(f"this GPU cannot hold the device-made proving key of {src.preset}: "
                            f"{need} bytes needed, {free} free; is another engine's key on it?")
-    pk = device_setup(r, SETUP_SEED, backend, progress)
+    made = device_key(r, SETUP_SEED, backend, progress)
+    pk = made.pk
     t0 = time.perf_counter()
-    # each section's full array goes as soon as its table is made, so that two copies of one
-    # section at most are on the card at once: a compacted table holds the points the MSMs read
-    # (the key keeps a fresh empty array: a view would keep the whole allocation), and a GLV or
-    # pair table copied the section's points (the key keeps its view of them)
+    # a sparse section was made from its used rows alone (device_key), so the card never holds
+    # a full copy of it; each section's array goes as soon as its table is made: a compacted
+    # table holds the points the MSMs read (the key keeps a fresh empty array: a view would keep
+    # the whole allocation), and a GLV or pair table copied the section's points (the key keeps
+    # its view of them)
     tables, compacted = {}, []
     for k in BIG_SECTIONS:  # H first (prove.resident_tables)
-        tables[k] = q = resident_table(pk, k, backend)
+        tables[k] = q = resident_table(pk, k, backend, made.kept.get(k))
         if q.index is not None:
             compacted.append(k)
             setattr(pk, k, np.empty((0, SECTIONS[k]), np.uint64))

@@ -222,7 +222,8 @@ class CudaBackend:
     def resident(self, points: np.ndarray, endo: bool = False, pairs: bool = False) -> ResidentPoints:
         """Upload a point table once; MSMs given the handle read it in place. endo (a G1 table of
         at least msm.GLV_MIN_TAIL rows): keep the points' endomorphism images beside them, so that
-        an MSM with mostly full-length scalars (H's) can split them GLV-wise; twice the memory.
+        an MSM with mostly full-length scalars (H's) can split them GLV-wise; twice the memory,
+        made only where it leaves pairs.PAIRS_RESERVE free (not on an 80 GB card at porep-32g).
         pairs (a table whose MSMs' scalars are mostly 0 and 1: A, B and L's): with
         SEALTOP_MSM_PAIRS=1, keep the sums of its points' pairs beside them (kernels/cuda/pairs.py),
         so that the ones' sums add one point a pair of ones; half as much memory again, made only
@@ -231,7 +232,8 @@ class CudaBackend:
             return points
         dev = _dev(points)
         table = ResidentPoints(dev)
-        if endo and dev.ndim == 2 and dev.shape[1] == _msm.AFFINE_U64["g1"] and dev.shape[0] >= _msm.GLV_MIN_TAIL:
+        if (endo and dev.ndim == 2 and dev.shape[1] == _msm.AFFINE_U64["g1"] and dev.shape[0] >= _msm.GLV_MIN_TAIL
+                and _pairs.leaves_room(dev.nbytes)):
             try:
                 ext = _msm.endo_table(dev)
             except _cp().cuda.memory.OutOfMemoryError:

@@ -27,10 +27,11 @@ from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
 
 PAIRS = os.environ.get("SEALTOP_MSM_PAIRS", "1") == "1"
-# What a pair table must leave free on the card: the prover's calls need their working set
-# beside the key (porep-32g on the H200, eleventh round: 107.6 GiB steady with a 70 GiB key and
-# 12 GiB of GLV images, so ~26 GiB), and a table that would leave less is not made. The key's
-# room check (engine/pipeline/proving.py device_bytes) does not count pair tables.
+# What a pair table or H's GLV images must leave free on the card: the prover's calls need their
+# working set beside the key (porep-32g on the H200, eleventh round: 107.6 GiB steady with a 70
+# GiB key and 12 GiB of GLV images, so ~26 GiB), and an extra that would leave less is not made
+# (on an 80 GB card at porep-32g neither is: the key leaves ~35 GiB). The key's room check
+# (engine/pipeline/proving.py device_bytes) counts neither.
 PAIRS_RESERVE = int(os.environ.get("SEALTOP_MSM_PAIRS_RESERVE", str(32 << 30)))
 PAIR_PER_THREAD = 32  # pairs a thread normalizes with one inversion
 PAIR_CHUNK = 1 << 23  # pairs a launch: bounds the scratch (three field rows a pair)
@@ -42,12 +43,17 @@ def group_of(points: Any) -> str | None:
     return next((g for g, w in AFFINE_U64.items() if w == width), None)
 
 
-def room_for(group: str, rows: int) -> bool:
-    """Whether a pair table of ``rows`` points leaves PAIRS_RESERVE bytes free on the card (the
-    driver's free memory plus what CuPy's pool holds unused)."""
+def leaves_room(nbytes: int) -> bool:
+    """Whether ``nbytes`` more leave PAIRS_RESERVE bytes free on the card (the driver's free
+    memory plus what CuPy's pool holds unused)."""
     cp = _cp()
     free = int(cp.cuda.runtime.memGetInfo()[0]) + int(cp.get_default_memory_pool().free_bytes())
-    return free - 8 * AFFINE_U64[group] * (rows + rows // 2) >= PAIRS_RESERVE
+    return free - nbytes >= PAIRS_RESERVE
+
+
+def room_for(group: str, rows: int) -> bool:
+    """Whether a pair table of ``rows`` points leaves PAIRS_RESERVE bytes free on the card."""
+    return leaves_room(8 * AFFINE_U64[group] * (rows + rows // 2))
 
 
 def pair_table(group: str, points: Any, per_thread: int = PAIR_PER_THREAD, chunk: int = PAIR_CHUNK) -> Any:
