@@ -117,10 +117,10 @@ def test_room_or_a_stored_key_keeps_the_key_file(tmp_path: Path, monkeypatch) ->
 
 
 # Filecoin's porep-32g circuit as the H200 run printed it (130,278,869 constraints, 130,170,221
-# variables, 328 public inputs, 778,384,803 nonzeros) and B's used variables as a pipeline traced
+# variables, 328 public inputs, 722,388,891 nonzeros) and B's used variables as a pipeline traced
 # them (33,112,282; scripts/msm_profile.py)
 PorepShape = namedtuple("PorepShape", "num_inputs num_aux num_constraints num_vars nnz")
-POREP_32G = PorepShape(328, 130_170_221 - 328, 130_278_869, 130_170_221, 778_384_803)
+POREP_32G = PorepShape(328, 130_170_221 - 328, 130_278_869, 130_170_221, 722_388_891)
 POREP_32G_KEPT = {"b_g1": 33_112_282, "b_g2": 33_112_282}
 
 
