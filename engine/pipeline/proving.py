@@ -320,10 +320,10 @@ def device_bytes(r1cs: R1CS, slots: int = 1, gpu_calls: str = "parallel",
     (abc_eval = "gpu", at most engine.groth16.compact.resident_bytes_bound). Per call's working
     set: z and five vectors of the domain's size, the larger of the H step's (padded a, b, c, h
     and one uploaded vector with abc_eval = "cpu"; kernels/cuda/hstep.py) and H's MSM's (h and an
-    unsplit MSM's scalars, sorted entries and accumulators): 24 GiB at porep-32g. With gpu_calls = "parallel" every slot's
-    call runs at once: a working set per slot. With "serial" one call runs at a time: one
-    working set, plus per further slot what a slot waiting for its turn holds there, its
-    uploaded compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the bound of
+    unsplit MSM's scalars, sorted entries and accumulators): 24 GiB at porep-32g. With gpu_calls
+    = "parallel" every slot's call runs at once: a working set per slot. With "serial" one call
+    runs at a time: one working set, plus per further slot what a slot waiting for its turn
+    holds there, its uploaded compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the bound of
     a witness whose every value is general, engine.groth16.compact.WitnessLayout).
     H's GLV images (and the split MSM's larger scratch) and the witness tables' pair sums are
     not counted: the backend makes them only where they leave the calls their room
