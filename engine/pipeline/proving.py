@@ -318,9 +318,10 @@ def device_bytes(r1cs: R1CS, slots: int = 1, gpu_calls: str = "parallel",
     of each sparse one, :func:`kept_rows`; else every row: docs/PLAN-32G.md's 70.16 GiB at
     porep-32g, 44 GiB with B's used rows alone) and the compact matrices resident beside it
     (abc_eval = "gpu", at most engine.groth16.compact.resident_bytes_bound). Per call's working
-    set: z and five vectors of the domain's size, the larger of the H step's (padded a, b, c, h
-    and one uploaded vector with abc_eval = "cpu"; kernels/cuda/hstep.py) and H's MSM's (h and an
-    unsplit MSM's scalars, sorted entries and accumulators): 24 GiB at porep-32g. With gpu_calls
+    set: z and six vectors of the domain's size, the larger of the H step's (padded a, b, c, h
+    and one uploaded vector with abc_eval = "cpu"; kernels/cuda/hstep.py) and H's MSM's (h, an
+    unsplit MSM's scalars, its sorted entries with their runs' slack, ~10.6 GB at porep-32g, the
+    sort's staging and the accumulators): 28 GiB at porep-32g. With gpu_calls
     = "parallel" every slot's call runs at once: a working set per slot. With "serial" one call
     runs at a time: one working set, plus per further slot what a slot waiting for its turn
     holds there, its uploaded compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the bound of
@@ -337,7 +338,7 @@ def device_bytes(r1cs: R1CS, slots: int = 1, gpu_calls: str = "parallel",
     rows |= {"ic": r1cs.num_inputs, "a": r1cs.num_vars, "b_g1": r1cs.num_vars, "b_g2": r1cs.num_vars,
              "l": r1cs.num_aux, "h": n - 1} | (kept or {})
     key = sum(8 * SECTIONS[k] * r for k, r in rows.items()) + resident_bytes_bound(r1cs)
-    slot = 32 * r1cs.num_vars + 5 * 32 * n
+    slot = 32 * r1cs.num_vars + 6 * 32 * n
     slots = max(1, slots)
     if gpu_calls != "serial":
         return key, slot * slots

@@ -27,12 +27,14 @@ from kernels.cuda.points import grid as _grid
 from kernels.cuda.stream import cupy_module as _cp
 
 PAIRS = os.environ.get("SEALTOP_MSM_PAIRS", "1") == "1"
-# What a pair table or H's GLV images must leave free on the card: the prover's calls need their
-# working set beside the key (porep-32g on the H200, eleventh round: 107.6 GiB steady with a 70
-# GiB key and 12 GiB of GLV images, so ~26 GiB), and an extra that would leave less is not made
-# (on an 80 GB card at porep-32g neither is: the key leaves ~35 GiB). The key's room check
-# (engine/pipeline/proving.py device_bytes) counts neither.
-PAIRS_RESERVE = int(os.environ.get("SEALTOP_MSM_PAIRS_RESERVE", str(32 << 30)))
+# What a pair table or H's GLV images must leave free on the card: the prover's compact matrices
+# (placed on its first partition: 5.5 GiB at porep-32g) and a call's working set beside the key
+# (porep-32g on the H200, eleventh round: 107.6 GiB steady with a 70 GiB key and 12 GiB of GLV
+# images, so ~26 GiB; on an H100, 2026-12-05, H's unsplit MSM asked for 10.6 GB of sorted
+# entries with 19.7 GB of the call's buffers live), and an extra that would leave less is not
+# made. On an H200 at porep-32g every extra is made; on an 80 GB card none is (the key leaves
+# ~35 GiB). The key's room check (engine/pipeline/proving.py device_bytes) counts none of them.
+PAIRS_RESERVE = int(os.environ.get("SEALTOP_MSM_PAIRS_RESERVE", str(40 << 30)))
 PAIR_PER_THREAD = 32  # pairs a thread normalizes with one inversion
 PAIR_CHUNK = 1 << 23  # pairs a launch: bounds the scratch (three field rows a pair)
 
