@@ -266,6 +266,41 @@ def test_sort_into_runs_matches_arkworks(monkeypatch: pytest.MonkeyPatch, glv: b
     assert np.array_equal(got, T.ark_msm("g1", pts, crowd))
 
 
+def test_no_room_for_the_runs_sorts_the_exact_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card without room for the runs' slack (an 80 GB one at porep-32g, H's MSM unsplit): the
+    runs' allocation fails, and the MSM sorts the exact way, to arkworks' point."""
+    import cupy as cp
+
+    from kernels.cuda import msm
+
+    monkeypatch.setattr(msm, "SORT_BY_WINDOW_BUCKETS", 0)  # the runs scatter is a per-window pass
+    rng = random.Random()
+    pts, sc = _case("g1", 4000, rng)
+    runs_sizes: list[int] = []
+    plan = msm.bucket_runs
+
+    def planned(*a, **k):  # the runs' entries in all, as the MSM will ask for them
+        runs = plan(*a, **k)
+        if runs is not None:
+            runs_sizes.append(int(runs[3]))
+        return runs
+
+    monkeypatch.setattr(msm, "bucket_runs", planned)
+    empty = cp.empty
+
+    def full_card(shape, *a, **k):  # the runs' buffer alone finds no room
+        if runs_sizes and shape == runs_sizes[-1]:
+            raise cp.cuda.memory.OutOfMemoryError(int(shape) * 4, 0)
+        return empty(shape, *a, **k)
+
+    monkeypatch.setattr(cp, "empty", full_card)
+    st = msm.MsmStats()
+    got = msm.msm("g1", cp.asarray(T.ark_to_words("g1", pts)), cp.asarray(T.fr_words(sc)), sort_runs=True,
+                  stats=st).get()[0]
+    assert runs_sizes and st.sort == "exact (no room for the runs)"
+    assert np.array_equal(got, T.ark_msm("g1", pts, sc))
+
+
 def test_msm_matches_cpu_backend() -> None:
     from kernels.cpu.backend import CpuBackend
     rng = random.Random()

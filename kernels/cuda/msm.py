@@ -433,9 +433,15 @@ def _msm(group: str, points: Any, scalars: Any, window: int | None = None, stats
     runs = bucket_runs(m, c, nwin, GLV_BOUND if bits == GLV_BITS else R_MOD - 1, slack) if by_window and want_runs else None
     sorted_ = None
     sorted_runs = False  # whether sorted_ holds the runs (no bucket overflowed its run)
+    if runs is not None:
+        try:
+            sorted_ = cp.empty(runs[3], dtype=cp.uint32)
+        except cp.cuda.memory.OutOfMemoryError:  # no room for the runs' slack: the exact sort below
+            runs = None  # (an 80 GB card at porep-32g: H's unsplit MSM asked for 10.6 GB of runs)
+            if stats is not None:
+                stats.sort = "exact (no room for the runs)"
     if runs is not None:  # one pass into fixed runs; on any overflow the exact sort below
         wbase, wcap, wnb, total = runs
-        sorted_ = cp.empty(total, dtype=cp.uint32)
         overflow = cp.zeros(1, dtype=cp.uint32)
         two = sort_two_pass if sort_two_pass is not None else msm_sort2.SORT_TWO_PASS
         if two and msm_sort2.scatter_runs(canon, idx_arg, m, c, wbase, wcap, wnb, count, sorted_, overflow):
