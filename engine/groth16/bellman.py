@@ -115,18 +115,11 @@ class Density:
         return int(np.count_nonzero(self.b))
 
 
-def _used(m: Any, num_vars: int) -> np.ndarray:
-    """bool[num_vars]: the columns that hold a nonzero coefficient in some row."""
-    used = np.zeros(num_vars, bool)
-    used[np.asarray(m.indices)[np.asarray(m.data).any(axis=1)]] = True
-    return used
-
-
 def query_density(r: R1CS) -> Density:
     """The circuit's A and B densities. Rows are taken as merged linear combinations (one
     entry per variable, as bellpepper's LinearCombination keeps them); were two entries of a row
     to cancel, writing would see a used variable with a point at infinity and refuse."""
-    return Density(r.num_inputs, _used(r.A, r.num_vars)[r.num_inputs:], _used(r.B, r.num_vars))
+    return Density(r.num_inputs, r.A.used_columns(r.num_vars)[r.num_inputs:], r.B.used_columns(r.num_vars))
 
 
 # ---------------------------------------------------------------------------- point helpers

@@ -133,15 +133,17 @@ class Query:
         return s if self.index is None else s[self.index]
 
 
-def _query(table: Any, backend: Backend, dense_enough: float = DENSE_ENOUGH, endo: bool = False,
-           pairs: bool = False) -> Query:
+def _query(table: Any, backend: Backend, endo: bool = False, pairs: bool = False,
+           kept: Any | None = None, rows: int = 0) -> Query:
     """The table's query; ``table`` is a host array or, for a key made in device memory, a device
-    array (the kept rows are then found and gathered where it lives: one module's methods)."""
-    keep = table.any(axis=1).nonzero()[0]
-    if len(keep) >= dense_enough * len(table):
-        return Query(backend.resident(table, endo=endo, pairs=pairs), None, len(table))
-    # a contiguous copy
-    return Query(backend.resident(table[keep], endo=endo, pairs=pairs), backend.place(keep), len(table))
+    array (the kept rows are then found and gathered where it lives: one module's methods).
+    ``kept``: the table holds only these rows of ``rows`` already, the rest at infinity."""
+    if kept is None:
+        keep = table.any(axis=1).nonzero()[0]
+        if len(keep) >= DENSE_ENOUGH * len(table):
+            return Query(backend.resident(table, endo=endo, pairs=pairs), None, len(table))
+        table, kept, rows = table[keep], keep, len(table)  # a contiguous copy
+    return Query(backend.resident(table, endo=endo, pairs=pairs), backend.place(kept), rows)
 
 
 def resident_table(pk: ProvingKey, section: str, backend: Backend, kept: Any | None = None) -> Query:
@@ -149,11 +151,8 @@ def resident_table(pk: ProvingKey, section: str, backend: Backend, kept: Any | N
     field elements, so its table is made ready for the GLV split; the others' are the witness,
     mostly 0 and 1, so a backend may keep their pairs' sums. ``kept``: the section holds only
     these rows already (engine.groth16.setup.device_key), the rest at infinity."""
-    endo, pairs = section == "h", section != "h"
-    if kept is not None:
-        points = backend.resident(getattr(pk, section), endo=endo, pairs=pairs)
-        return Query(points, backend.place(kept), pk.expected_rows()[section])
-    return _query(getattr(pk, section), backend, endo=endo, pairs=pairs)
+    return _query(getattr(pk, section), backend, endo=section == "h", pairs=section != "h",
+                  kept=kept, rows=pk.expected_rows()[section])
 
 
 def resident_tables(pk: ProvingKey, backend: Backend) -> dict[str, Query]:

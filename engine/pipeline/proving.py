@@ -357,9 +357,7 @@ def kept_rows(r1cs: R1CS) -> dict[str, int]:
 
     out: dict[str, int] = {}
     for m, sections in ((r1cs.A, ("a",)), (r1cs.B, ("b_g1", "b_g2"))):
-        used = np.zeros(r1cs.num_vars, bool)
-        used[np.asarray(m.indices)] = True
-        count = int(np.count_nonzero(used))
+        count = int(np.count_nonzero(m.used_columns(r1cs.num_vars, coefficients=False)))
         if count < DENSE_ENOUGH * r1cs.num_vars:
             out |= {k: count for k in sections}
     return out
