@@ -320,6 +320,28 @@ def test_the_32g_serial_session_replays_with_its_turn_waits():
     assert 10 * s.steady_s_per_proof == pytest.approx((done[-1] - done[0]) / 4, rel=0.05)
 
 
+
+def test_the_32g_lone_session_replays():
+    """The recorded porep-32g session of the lone-job bench (docs/sessions/porep-32g-h200-7jobs.jsonl.gz:
+    a warm-up job that makes the device key, five jobs at once, then one job alone): every proof
+    verified, the lone job submitted only once the five are done, and the summary's steady pace
+    the one the five jobs' completions give."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "docs" / "sessions" / "porep-32g-h200-7jobs.jsonl.gz"
+    evs = read_recording(path).events
+    f = fold(evs)
+    assert sorted(f.jobs) == list(range(1, 8))
+    assert all(e["verified"] for e in evs if e["kind"] == "proof_done")
+    assert sum(e["kind"] == "proof_done" for e in evs) == 7
+    submitted = {e["job"]: e["t"] for e in evs if e["kind"] == "job_submitted"}
+    five = sorted(f.jobs[j].done_t for j in range(2, 7))
+    assert submitted[7] >= five[-1] and f.jobs[7].done_t > submitted[7]
+    s = run_summary([e for e in evs if e.get("job") not in (1, 7)])
+    assert s.steady_s_per_proof is not None
+    assert 10 * s.steady_s_per_proof == pytest.approx((five[-1] - five[0]) / 4, rel=0.05)
+
+
 # ---- the recorder -------------------------------------------------------------------------------
 
 
