@@ -193,6 +193,9 @@ def test_bench_matrix_lone_in_one_engine_times_the_steady_run_the_lone_job_and_t
     assert [(r["variant"], r["jobs"], r["jobs_verified"]) for r in rows] == [
         ("2 jobs at once", 2, 2), ("one job alone", 1, 1)]
     events = read_recording(str(rec)).events
+    # the session ends as the run did: with the engine stopped, so a replay does not end running
+    assert {k: events[-1].get(k) for k in ("kind", "text", "engine_state")} == {
+        "kind": "console", "text": "run finished", "engine_state": "stopped"}
     sub = {e["job"]: e["t"] for e in events if e["kind"] == "job_submitted"}
     done = {e["job"]: e["t"] for e in events if e["kind"] == "proof_done" and e["verified"]}
     assert len(sub) == len(done) == 4
@@ -281,6 +284,11 @@ def test_a_stop_signal_stops_cleanly(tmp_path, params, capsys, signame, group):
     capsys.readouterr()
     assert replay_summary(str(rec)) == 0  # the interrupted session was recorded whole
     assert capsys.readouterr().out == live
+    from engine.stream.reader import read_recording
+
+    last = read_recording(str(rec)).events[-1]  # and it ends with the stop that cut it short
+    assert last["kind"] == "console" and last["engine_state"] == "stopped"
+    assert last["text"].startswith("run interrupted: "), last
 
 
 @pytest.mark.parametrize("target", ["missing/run.jsonl", "."])

@@ -26,7 +26,7 @@ from engine.config import ConfigError, EngineConfig, load_config
 from engine.stream.fold import Fold, JobRecord, StageChange
 from engine.stream.reader import SessionError, read_recording
 from engine.stream.recorder import RecordingError, SessionRecorder, check_target
-from engine.stream.schema import CANCELLED
+from engine.stream.schema import CANCELLED, console
 from engine.stream.summary import render_all
 from engine.stream.tap import SinkStats, Tap
 from engine.watchers import Watch, Watchers, start_watchers
@@ -122,8 +122,11 @@ class Sinks:
         else:
             say(f"sealtop: warning: the {sink.name} output stopped: {sink.error}")
 
-    def finish(self) -> list[dict]:
-        """Deliver what is left, close the sinks (the recorder is synced and closed)."""
+    def finish(self, ending: str = "run finished") -> list[dict]:
+        """End the stream with the line that says the engine stopped (``ending``: why), deliver
+        what is left and close the sinks (the recorder is synced and closed), so a replay of
+        the session ends as the run did, not still running."""
+        self.tap.publish(lambda t: console(t, "info", ending, engine_state="stopped"))
         self.tap.close()
         if self.recorder is not None and self.recorder.error is not None and not self.record_failed:
             self.record_failed = True
@@ -131,7 +134,7 @@ class Sinks:
         return self.events
 
     def abort(self) -> None:
-        self.finish()
+        self.finish("run stopped by an error")
 
 
 def say(msg: str) -> None:
@@ -257,13 +260,13 @@ def drive(src: Driven, sinks: Sinks, jobs: int, submit: Callable[[], None],
     except refused as exc:
         say(error_line(f"sealtop {verb}", exc_line(exc)))
         src.stop(drain=False)
-        return 2, sinks.finish()
+        return 2, sinks.finish("run refused")
     except BaseException:
         src.stop(drain=False)
         sinks.abort()
         raise
     with signals.shielded():
-        events = sinks.finish()
+        events = sinks.finish(f"run interrupted: {cancelling}" if interrupted else "run finished")
     error = late_error()
     if error is not None and not interrupted:
         say(error_line(f"sealtop {verb}", str(error)))
