@@ -320,12 +320,11 @@ def test_the_32g_serial_session_replays_with_its_turn_waits():
     assert 10 * s.steady_s_per_proof == pytest.approx((done[-1] - done[0]) / 4, rel=0.05)
 
 
-
 def test_the_32g_lone_session_replays():
-    """The recorded porep-32g session of the lone-job bench (docs/sessions/porep-32g-h200-7jobs.jsonl.gz:
-    a warm-up job that makes the device key, five jobs at once, then one job alone): every proof
-    verified, the lone job submitted only once the five are done, and the summary's steady pace
-    the one the five jobs' completions give."""
+    """The recorded porep-32g session of the lone-job bench
+    (docs/sessions/porep-32g-h200-7jobs.jsonl.gz: a warm-up job that makes the device key, five
+    jobs at once, then one job alone): every proof verified, the lone job submitted only once
+    the five are done, and the summary's steady pace the one the five jobs' completions give."""
     from pathlib import Path
 
     path = Path(__file__).parents[1] / "docs" / "sessions" / "porep-32g-h200-7jobs.jsonl.gz"

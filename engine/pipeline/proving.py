@@ -321,11 +321,11 @@ def device_bytes(r1cs: R1CS, slots: int = 1, gpu_calls: str = "parallel",
     set: z and six vectors of the domain's size, the larger of the H step's (padded a, b, c, h
     and one uploaded vector with abc_eval = "cpu"; kernels/cuda/hstep.py) and H's MSM's (h, an
     unsplit MSM's scalars, its sorted entries with their runs' slack, ~10.6 GB at porep-32g, the
-    sort's staging and the accumulators): 28 GiB at porep-32g. With gpu_calls
-    = "parallel" every slot's call runs at once: a working set per slot. With "serial" one call
-    runs at a time: one working set, plus per further slot what a slot waiting for its turn
-    holds there, its uploaded compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the bound of
-    a witness whose every value is general, engine.groth16.compact.WitnessLayout).
+    sort's staging and the accumulators): 28 GiB at porep-32g. With gpu_calls = "parallel"
+    every slot's call runs at once: a working set per slot. With "serial" one call runs at a
+    time: one working set, plus per further slot what a slot waiting for its turn holds there,
+    its uploaded compact witness: ``waiting`` bytes (:func:`waiting_bytes`; by default the
+    bound of a witness whose every value is general, engine.groth16.compact.WitnessLayout).
     H's GLV images (and the split MSM's larger scratch) and the witness tables' pair sums are
     not counted: the backend makes them only where they leave the calls their room
     (kernels/cuda/backend.py, pairs.PAIRS_RESERVE)."""

@@ -133,9 +133,6 @@ class Sinks:
             say(f"sealtop: {self.recorder.error}; the run goes on without its recording")
         return self.events
 
-    def abort(self) -> None:
-        self.finish("run stopped by an error")
-
 
 def say(msg: str) -> None:
     """One line on stderr, flushed (the headless verbs' notices and refusals)."""
@@ -263,7 +260,7 @@ def drive(src: Driven, sinks: Sinks, jobs: int, submit: Callable[[], None],
         return 2, sinks.finish("run refused")
     except BaseException:
         src.stop(drain=False)
-        sinks.abort()
+        sinks.finish("run stopped by an error")
         raise
     with signals.shielded():
         events = sinks.finish(f"run interrupted: {cancelling}" if interrupted else "run finished")
